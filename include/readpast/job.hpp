@@ -1,0 +1,93 @@
+// readpast/job.hpp — a job, its states, and the requests that create and settle jobs.
+//
+// Thread-safety: plain values; distinct objects may be used from different threads freely.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "readpast/time.hpp"
+
+namespace readpast {
+
+using JobId = std::int64_t;
+
+// Stored states. "scheduled" (available, run_at in the future) and "retrying" (available,
+// attempts > 0) are derived for display only. See docs/state_machine.md.
+enum class JobState { kAvailable, kRunning, kSucceeded, kDead, kCancelled };
+
+std::string_view to_string(JobState state) noexcept;
+std::optional<JobState> parse_job_state(std::string_view text) noexcept;
+// succeeded, dead, cancelled
+bool is_finished(JobState state) noexcept;
+
+// The fencing token of one lease: 128 random bits, written as 32 lower-case hex digits.
+class LeaseToken {
+ public:
+  LeaseToken() = default;
+  // Accepts exactly 32 hex digits (either case); anything else is kInvalidArgument.
+  static Result<LeaseToken> from_hex(std::string_view hex);
+  // 128 bits from the operating system's random source.
+  static LeaseToken random();
+
+  const std::string& hex() const noexcept { return hex_; }
+  bool empty() const noexcept { return hex_.empty(); }
+  friend bool operator==(const LeaseToken&, const LeaseToken&) = default;
+
+ private:
+  explicit LeaseToken(std::string hex) : hex_(std::move(hex)) {}
+  std::string hex_;  // invariant: empty, or 32 lower-case hex digits
+};
+
+inline constexpr int kDefaultPriority = 100;
+inline constexpr int kDefaultMaxAttempts = 25;
+
+// Every column of DESIGN.md, as stored.
+struct Job {
+  JobId id = 0;
+  std::string queue;
+  JobState state = JobState::kAvailable;
+  int priority = kDefaultPriority;  // smaller runs sooner
+  TimePoint run_at{};
+  int attempts = 0;
+  int max_attempts = kDefaultMaxAttempts;
+  std::optional<LeaseToken> lease_token;
+  std::optional<std::string> leased_by;
+  std::optional<TimePoint> lease_expires_at;
+  TimePoint enqueued_at{};
+  std::optional<TimePoint> started_at;
+  std::optional<TimePoint> finished_at;
+  std::optional<std::string> unique_key;
+  std::optional<std::string> last_error;
+  std::string payload;  // bytes, never interpreted by readpast
+};
+
+// What enqueue takes. Default: priority 100, run now, 25 attempts, no unique key.
+struct NewJob {
+  std::string queue;
+  std::string payload;
+  int priority = kDefaultPriority;
+  // At most one of delay and run_at. delay is added to the database's clock.
+  std::optional<Duration> delay;
+  std::optional<TimePoint> run_at;
+  int max_attempts = kDefaultMaxAttempts;
+  std::optional<std::string> unique_key;
+};
+
+struct Enqueued {
+  JobId id = 0;
+  // false when an available or running job of the queue already held the unique key;
+  // id is then that job's id.
+  bool inserted = true;
+};
+
+// A job as a worker holds it: the pair every settling call is fenced by.
+struct LeasedRef {
+  JobId id = 0;
+  LeaseToken token;
+};
+
+}  // namespace readpast

@@ -1,0 +1,9 @@
+// readpast/readpast.hpp — includes the whole public API.
+#pragma once
+
+#include "readpast/error.hpp"
+#include "readpast/job.hpp"
+#include "readpast/options.hpp"
+#include "readpast/queue.hpp"
+#include "readpast/time.hpp"
+#include "readpast/version.hpp"

@@ -1,0 +1,35 @@
+// core/url.hpp — database URLs: which engine, where, and a form safe to print.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "readpast/error.hpp"
+
+namespace readpast::detail {
+
+enum class EngineKind { kSqlite, kPostgres };
+
+struct DatabaseUrl {
+  EngineKind kind = EngineKind::kSqlite;
+  // SQLite: the file path, and the query parameters after '?' (synchronous, busy_timeout).
+  std::string sqlite_path;
+  std::map<std::string, std::string, std::less<>> params;
+  // PostgreSQL: the connection string for libpq, as given (URI or key=value keywords),
+  // less readpast's own parameters (which land in params, e.g. "schema").
+  std::string postgres_conninfo;
+  // The URL with any password replaced by "***": the only form that may be printed.
+  std::string redacted;
+};
+
+// "sqlite:PATH[?k=v&...]", "postgresql://..." or "postgres://...", or libpq keywords
+// ("host=... dbname=..."). Errors never echo a password.
+Result<DatabaseUrl> parse_database_url(std::string_view url);
+
+// Replaces the password of a postgresql:// URI or a password=... keyword with "***".
+std::string redact_url(std::string_view url);
+
+}  // namespace readpast::detail

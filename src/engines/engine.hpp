@@ -1,0 +1,71 @@
+// engines/engine.hpp — the seam between the engine-independent Queue and one database.
+//
+// Internal and unstable by design (after River's driver interface): one virtual call per
+// operation, batch-shaped, each taking plain values already validated by Queue. An engine
+// never validates queue names or payload sizes and never computes backoff randomness itself;
+// it runs its SQL and maps database errors onto readpast::Error.
+//
+// Thread-safety: every method may be called from many threads at once; an engine keeps
+// its own pool of connections.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "readpast/error.hpp"
+#include "readpast/job.hpp"
+#include "readpast/options.hpp"
+
+namespace readpast::detail {
+
+// One failed attempt to settle, with the backoff already resolved by Queue.
+struct FailItem {
+  LeasedRef ref;
+  std::string error;
+  // Used when retry_after is empty: delay = min(cap, base * 2^(attempts-1)) * factor,
+  // with attempts read from the row under the same statement.
+  std::optional<Duration> retry_after;
+  Duration backoff_base{0};
+  Duration backoff_cap{0};
+  double backoff_factor = 1.0;  // in [1 - jitter, 1], drawn by Queue
+};
+
+// nullopt = lease lost for that item.
+using FailResult = std::optional<FailOutcome>;
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  // Creates or upgrades the schema; returns the version now in force.
+  virtual Result<int> migrate() = 0;
+  // kSchema when the schema is missing or newer than this build.
+  virtual Status check_schema() = 0;
+
+  virtual Result<std::vector<Enqueued>> enqueue(std::span<const NewJob> jobs) = 0;
+  virtual Result<std::vector<Job>> lease(const LeaseRequest& request) = 0;
+  // delete_row: retention is zero, so the row is deleted instead of kept as succeeded.
+  virtual Result<std::vector<bool>> complete(std::span<const LeasedRef> refs,
+                                             bool delete_row) = 0;
+  virtual Result<std::vector<FailResult>> fail(std::span<const FailItem> items) = 0;
+  virtual Result<std::vector<bool>> extend(std::span<const LeasedRef> refs,
+                                           Duration lease_duration) = 0;
+  virtual Result<std::vector<bool>> release(std::span<const LeasedRef> refs, Duration delay) = 0;
+  // See Queue::wait_for_work.
+  virtual Result<bool> wait_for_work(std::string_view queue, Duration timeout) = 0;
+  virtual Result<std::int64_t> rescue_expired(std::string_view queue) = 0;
+
+  virtual Result<std::vector<JobId>> cancel(std::span<const JobId> ids) = 0;
+  virtual Result<std::vector<JobId>> retry(std::span<const JobId> ids) = 0;
+  virtual Result<std::int64_t> retry_all(std::string_view queue, JobState state) = 0;
+  virtual Result<std::int64_t> purge(const PurgeRequest& request) = 0;
+
+  virtual Result<std::vector<QueueStats>> stats(std::optional<std::string_view> queue) = 0;
+  virtual Result<std::vector<Job>> list(const ListRequest& request) = 0;
+  virtual Result<std::optional<Job>> get(JobId id) = 0;
+};
+
+}  // namespace readpast::detail
