@@ -55,6 +55,8 @@ using Result = tl::expected<T, Error>;
 // The result of an operation that returns nothing but may fail.
 using Status = Result<void>;
 
-inline tl::unexpected<Error> fail_with(Error error) { return tl::unexpected<Error>(std::move(error)); }
+inline tl::unexpected<Error> fail_with(Error error) {
+  return tl::unexpected<Error>(std::move(error));
+}
 
 }  // namespace readpast

@@ -37,18 +37,19 @@ Result<DatabaseUrl> parse_sqlite(std::string_view url) {
   if (rest.starts_with("//")) rest.remove_prefix(2);
   auto question = rest.find('?');
   std::string_view path = rest.substr(0, question);
-  if (path.empty()) return fail_with(Error::invalid_argument("bad URL '" + parsed.redacted +
-                                                             "': sqlite: needs a file path"));
+  if (path.empty())
+    return fail_with(
+        Error::invalid_argument("bad URL '" + parsed.redacted + "': sqlite: needs a file path"));
   if (question != std::string_view::npos &&
       !parse_query(rest.substr(question + 1), parsed.params)) {
-    return fail_with(Error::invalid_argument("bad URL '" + parsed.redacted +
-                                             "': parameters must be key=value"));
+    return fail_with(
+        Error::invalid_argument("bad URL '" + parsed.redacted + "': parameters must be key=value"));
   }
   for (const auto& [key, value] : parsed.params) {
     if (key != "synchronous" && key != "busy_timeout") {
-      return fail_with(Error::invalid_argument(
-          "bad URL '" + parsed.redacted + "': unknown parameter '" + key +
-          "' (sqlite URLs take synchronous and busy_timeout)"));
+      return fail_with(
+          Error::invalid_argument("bad URL '" + parsed.redacted + "': unknown parameter '" + key +
+                                  "' (sqlite URLs take synchronous and busy_timeout)"));
     }
   }
   parsed.sqlite_path = std::string(path);
@@ -106,7 +107,8 @@ Result<DatabaseUrl> parse_database_url(std::string_view url) {
   }
   // libpq keyword form: at least one key=value and no scheme.
   static const std::regex keywords(R"(^\s*[A-Za-z_]+\s*=.*)");
-  if (url.find("://") == std::string_view::npos && std::regex_match(url.begin(), url.end(), keywords)) {
+  if (url.find("://") == std::string_view::npos &&
+      std::regex_match(url.begin(), url.end(), keywords)) {
     DatabaseUrl parsed;
     parsed.kind = EngineKind::kPostgres;
     parsed.redacted = redact_url(url);

@@ -48,8 +48,7 @@ class Engine {
   virtual Result<std::vector<Enqueued>> enqueue(std::span<const NewJob> jobs) = 0;
   virtual Result<std::vector<Job>> lease(const LeaseRequest& request) = 0;
   // delete_row: retention is zero, so the row is deleted instead of kept as succeeded.
-  virtual Result<std::vector<bool>> complete(std::span<const LeasedRef> refs,
-                                             bool delete_row) = 0;
+  virtual Result<std::vector<bool>> complete(std::span<const LeasedRef> refs, bool delete_row) = 0;
   virtual Result<std::vector<FailResult>> fail(std::span<const FailItem> items) = 0;
   virtual Result<std::vector<bool>> extend(std::span<const LeasedRef> refs,
                                            Duration lease_duration) = 0;

@@ -1,0 +1,94 @@
+#include "core/validate.hpp"
+
+#include <string>
+
+#include "readpast/queue.hpp"
+
+namespace readpast {
+
+Status validate_queue_name(std::string_view name) {
+  // [A-Za-z0-9][A-Za-z0-9_.-]{0,127}; the message never echoes more than 64 bytes of the
+  // name, so a 10,000-byte name gives a one-line error.
+  auto is_alnum = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+  };
+  auto describe = [&] {
+    std::string shown;
+    for (char c : name.substr(0, 64)) {
+      shown += (c >= 0x20 && c < 0x7f) ? std::string(1, c) : std::string("?");
+    }
+    if (name.size() > 64) shown += "...";
+    return "invalid queue name '" + shown + "': ";
+  };
+  if (name.empty()) return fail_with(Error::invalid_argument("invalid queue name: it is empty"));
+  if (name.size() > 128) {
+    return fail_with(Error::invalid_argument(describe() + "longer than 128 characters"));
+  }
+  if (!is_alnum(name.front())) {
+    return fail_with(Error::invalid_argument(describe() + "must start with a letter or digit"));
+  }
+  for (char c : name) {
+    if (!is_alnum(c) && c != '_' && c != '.' && c != '-') {
+      return fail_with(Error::invalid_argument(
+          describe() + "only letters, digits, '_', '.' and '-' are allowed"));
+    }
+  }
+  return {};
+}
+
+namespace detail {
+
+Status validate_positive_duration(Duration d, std::string_view what) {
+  if (d <= Duration::zero()) {
+    return fail_with(Error::invalid_argument(std::string(what) + " must be positive"));
+  }
+  return {};
+}
+
+Status validate_non_negative_duration(Duration d, std::string_view what) {
+  if (d < Duration::zero()) {
+    return fail_with(Error::invalid_argument(std::string(what) + " must not be negative"));
+  }
+  return {};
+}
+
+Status validate_new_job(const NewJob& job, std::size_t max_payload_bytes) {
+  if (auto ok = validate_queue_name(job.queue); !ok) return ok;
+  if (job.payload.size() > max_payload_bytes) {
+    return fail_with(Error::invalid_argument("payload of " + std::to_string(job.payload.size()) +
+                                             " bytes is over the limit of " +
+                                             std::to_string(max_payload_bytes) + " bytes"));
+  }
+  if (job.max_attempts < 1) {
+    return fail_with(Error::invalid_argument("max_attempts must be at least 1"));
+  }
+  if (job.delay && job.run_at) {
+    return fail_with(Error::invalid_argument("give a delay or a run_at time, not both"));
+  }
+  if (job.delay) {
+    if (auto ok = validate_non_negative_duration(*job.delay, "delay"); !ok) return ok;
+  }
+  if (job.unique_key) {
+    if (job.unique_key->empty()) {
+      return fail_with(Error::invalid_argument("unique key must not be empty"));
+    }
+    if (job.unique_key->size() > kMaxUniqueKeyBytes) {
+      return fail_with(Error::invalid_argument("unique key is longer than 1024 bytes"));
+    }
+  }
+  return {};
+}
+
+Status validate_lease_request(const LeaseRequest& request) {
+  if (auto ok = validate_queue_name(request.queue); !ok) return ok;
+  if (request.max_jobs < 1 || request.max_jobs > kMaxLeaseBatch) {
+    return fail_with(Error::invalid_argument("max_jobs must be between 1 and 10000"));
+  }
+  if (request.worker_id.size() > kMaxWorkerIdBytes) {
+    return fail_with(Error::invalid_argument("worker id is longer than 256 bytes"));
+  }
+  return validate_positive_duration(request.lease_duration, "lease duration");
+}
+
+}  // namespace detail
+}  // namespace readpast

@@ -1,0 +1,126 @@
+#include "engines/sqlite/sqlite_connection.hpp"
+
+#include <filesystem>
+#include <string>
+
+namespace readpast::detail::sqlite {
+
+Result<bool> Statement::step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return fail_with(sqlite_error(db_, rc, "running a statement"));
+}
+
+std::string Statement::text(int column) const {
+  const auto* data = sqlite3_column_text(stmt_, column);
+  int size = sqlite3_column_bytes(stmt_, column);
+  if (data == nullptr) return {};
+  return std::string(reinterpret_cast<const char*>(data), static_cast<std::size_t>(size));
+}
+
+std::string Statement::blob(int column) const {
+  const void* data = sqlite3_column_blob(stmt_, column);
+  int size = sqlite3_column_bytes(stmt_, column);
+  if (data == nullptr) return {};
+  return std::string(static_cast<const char*>(data), static_cast<std::size_t>(size));
+}
+
+std::optional<std::int64_t> Statement::optional_int64(int column) const {
+  if (is_null(column)) return std::nullopt;
+  return int64(column);
+}
+
+std::optional<std::string> Statement::optional_text(int column) const {
+  if (is_null(column)) return std::nullopt;
+  return text(column);
+}
+
+Result<std::unique_ptr<Connection>> Connection::open(const Settings& settings) {
+  std::error_code ec;
+  if (!settings.create && !std::filesystem::exists(settings.path, ec)) {
+    return fail_with(Error::not_found("database file '" + settings.path +
+                                      "' does not exist; create it with `readpast init`"));
+  }
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
+  if (settings.create) flags |= SQLITE_OPEN_CREATE;
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(settings.path.c_str(), &raw, flags, nullptr);
+  auto connection = std::make_unique<Connection>(Key{}, raw);  // owns raw even on failure
+  if (rc != SQLITE_OK) {
+    std::string why = raw != nullptr ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
+    return fail_with(
+        Error::unavailable("cannot open database file '" + settings.path + "': " + why));
+  }
+  sqlite3_extended_result_codes(raw, 1);
+  sqlite3_busy_timeout(raw, settings.busy_timeout_ms);
+  // WAL lets readers run beside the one writer and makes a commit one append. It is a
+  // property of the file, so setting it on every open is cheap once it is set.
+  if (auto ok = connection->exec("PRAGMA journal_mode=WAL"); !ok) return fail_with(ok.error());
+  std::string synchronous = "PRAGMA synchronous=" + settings.synchronous;
+  if (sqlite3_exec(raw, synchronous.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return fail_with(connection->error(sqlite3_errcode(raw), "setting synchronous"));
+  }
+  return connection;
+}
+
+Result<std::unique_ptr<Statement>> Connection::prepare(const char* sql) {
+  auto it = cache_.find(sql);
+  if (it == cache_.end()) {
+    sqlite3_stmt* raw = nullptr;
+    int rc = sqlite3_prepare_v3(db_.get(), sql, -1, SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
+    if (rc != SQLITE_OK) return fail_with(error(rc, "preparing a statement"));
+    it = cache_.emplace(sql, std::unique_ptr<sqlite3_stmt, StatementDeleter>(raw)).first;
+  }
+  return std::make_unique<Statement>(it->second.get(), db_.get());
+}
+
+Status Connection::exec(const char* sql) {
+  int rc = sqlite3_exec(db_.get(), sql, nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) return fail_with(error(rc, "executing SQL"));
+  return {};
+}
+
+Error Connection::error(int code, std::string_view context) const {
+  return sqlite_error(db_.get(), code, context);
+}
+
+Error sqlite_error(sqlite3* db, int code, std::string_view context) {
+  std::string message = std::string(context) + ": " + sqlite3_errmsg(db);
+  switch (code & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return Error::unavailable("database is locked by another connection past the busy timeout (" +
+                                message + ")");
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+      return Error::unavailable(message);
+    case SQLITE_CONSTRAINT:
+      return Error::conflict(message);
+    default:
+      return Error::internal("sqlite: " + message);
+  }
+}
+
+Result<ImmediateTransaction> ImmediateTransaction::begin(Connection& connection) {
+  if (auto ok = connection.exec("BEGIN IMMEDIATE"); !ok) return fail_with(ok.error());
+  return ImmediateTransaction(connection);
+}
+
+ImmediateTransaction::~ImmediateTransaction() {
+  if (connection_ != nullptr) (void)connection_->exec("ROLLBACK");
+}
+
+Status ImmediateTransaction::commit() {
+  Connection* connection = std::exchange(connection_, nullptr);
+  if (auto ok = connection->exec("COMMIT"); !ok) {
+    // A failed COMMIT (e.g. disk full) leaves the transaction open: roll it back so the
+    // connection is usable again, and report the failure — never a false success.
+    (void)connection->exec("ROLLBACK");
+    return ok;
+  }
+  return {};
+}
+
+}  // namespace readpast::detail::sqlite

@@ -1,0 +1,135 @@
+// engines/sqlite/sqlite_connection.hpp — RAII over the SQLite C API: a connection with a
+// cache of prepared statements, a statement in use, an IMMEDIATE transaction.
+//
+// Thread-safety: a Connection (and what it hands out) is used by one thread at a time;
+// the engine's pool guarantees that. Connections are opened in multi-thread mode
+// (SQLITE_OPEN_NOMUTEX) for that reason.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "readpast/error.hpp"
+
+namespace readpast::detail::sqlite {
+
+struct StatementDeleter {
+  void operator()(sqlite3_stmt* stmt) const noexcept { sqlite3_finalize(stmt); }
+};
+struct DatabaseDeleter {
+  void operator()(sqlite3* db) const noexcept { sqlite3_close_v2(db); }
+};
+
+// A cached prepared statement lent out for one execution: reset and unbound when it goes
+// out of scope, so the next user finds it clean.
+class Statement {
+ public:
+  Statement(sqlite3_stmt* stmt, sqlite3* db) : stmt_(stmt), db_(db) {}
+  ~Statement() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  // Parameters are numbered from 1, as in the SQL text (?1, ?2, ...).
+  void bind(int index, std::int64_t value) { sqlite3_bind_int64(stmt_, index, value); }
+  void bind(int index, int value) { sqlite3_bind_int64(stmt_, index, value); }
+  void bind(int index, double value) { sqlite3_bind_double(stmt_, index, value); }
+  void bind(int index, std::string_view text) {
+    sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_STATIC, SQLITE_UTF8);
+  }
+  void bind_blob(int index, std::string_view bytes) {
+    // A zero-length blob must still be a blob, not NULL: pass a non-null pointer.
+    sqlite3_bind_blob64(stmt_, index, bytes.empty() ? "" : bytes.data(), bytes.size(),
+                        SQLITE_STATIC);
+  }
+  void bind_null(int index) { sqlite3_bind_null(stmt_, index); }
+  template <class T>
+  void bind(int index, const std::optional<T>& value) {
+    if (value) {
+      bind(index, *value);
+    } else {
+      bind_null(index);
+    }
+  }
+
+  // REQUIRES: the bound text and blobs outlive the last step() (they are SQLITE_STATIC).
+  // Returns true while a row is available; false when done; an error otherwise.
+  Result<bool> step();
+
+  bool is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+  std::int64_t int64(int column) const { return sqlite3_column_int64(stmt_, column); }
+  std::string text(int column) const;
+  std::string blob(int column) const;
+  std::optional<std::int64_t> optional_int64(int column) const;
+  std::optional<std::string> optional_text(int column) const;
+
+ private:
+  sqlite3_stmt* stmt_;
+  sqlite3* db_;
+};
+
+class Connection {
+ public:
+  struct Settings {
+    std::string path;
+    bool create = false;  // create the file when it does not exist
+    int busy_timeout_ms = 10000;
+    std::string synchronous = "FULL";
+  };
+
+  // kNotFound when the file does not exist and create is false.
+  static Result<std::unique_ptr<Connection>> open(const Settings& settings);
+
+  // Public for std::make_unique only: Key can be made by Connection alone.
+  class Key {
+    friend class Connection;
+    Key() = default;
+  };
+  Connection(Key, sqlite3* db) : db_(db) {}
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Prepared once per connection and cached by the address of the SQL text.
+  // REQUIRES: sql points at a string constant (its address is the cache key).
+  Result<std::unique_ptr<Statement>> prepare(const char* sql);
+  Status exec(const char* sql);
+  int changes() const { return sqlite3_changes(db_.get()); }
+
+  // The readpast error for the connection's last failure, e.g. busy → kUnavailable.
+  Error error(int code, std::string_view context) const;
+
+ private:
+  std::unique_ptr<sqlite3, DatabaseDeleter> db_;
+  std::unordered_map<const char*, std::unique_ptr<sqlite3_stmt, StatementDeleter>> cache_;
+};
+
+// Maps an SQLite result code onto readpast's errors: busy/locked past the busy timeout,
+// a full disk and I/O errors are kUnavailable (worth retrying); constraint → kConflict.
+Error sqlite_error(sqlite3* db, int code, std::string_view context);
+
+// BEGIN IMMEDIATE on construction (takes the write lock up front, so a transaction never
+// fails half-way on a lock upgrade); rolls back in the destructor unless committed.
+class ImmediateTransaction {
+ public:
+  static Result<ImmediateTransaction> begin(Connection& connection);
+  ImmediateTransaction(ImmediateTransaction&& other) noexcept
+      : connection_(std::exchange(other.connection_, nullptr)) {}
+  ImmediateTransaction& operator=(ImmediateTransaction&&) = delete;
+  ~ImmediateTransaction();
+
+  Status commit();
+
+ private:
+  explicit ImmediateTransaction(Connection& connection) : connection_(&connection) {}
+  Connection* connection_;  // null once committed or rolled back
+};
+
+}  // namespace readpast::detail::sqlite

@@ -1,0 +1,554 @@
+#include "engines/sqlite/sqlite_engine.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <mutex>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "engines/sqlite/sqlite_connection.hpp"
+#include "engines/sqlite/sqlite_schema.hpp"
+#include "engines/sqlite/sqlite_sql.hpp"
+
+namespace readpast::detail {
+namespace {
+
+using sqlite::Connection;
+using sqlite::ImmediateTransaction;
+using sqlite::Statement;
+namespace sql = sqlite::sql;
+
+std::int64_t now_micros() {
+  return std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now())
+      .time_since_epoch()
+      .count();
+}
+
+TimePoint to_time(std::int64_t micros) {
+  return TimePoint(Duration(micros));
+}
+std::optional<TimePoint> to_time(std::optional<std::int64_t> micros) {
+  if (!micros) return std::nullopt;
+  return to_time(*micros);
+}
+std::int64_t to_micros(TimePoint t) {
+  return t.time_since_epoch().count();
+}
+
+// Reads a row selected with READPAST_SQLITE_JOB_COLUMNS.
+Job read_job(const Statement& row) {
+  Job job;
+  job.id = row.int64(0);
+  job.queue = row.text(1);
+  job.state = parse_job_state(row.text(2)).value_or(JobState::kAvailable);
+  job.priority = static_cast<int>(row.int64(3));
+  job.run_at = to_time(row.int64(4));
+  job.attempts = static_cast<int>(row.int64(5));
+  job.max_attempts = static_cast<int>(row.int64(6));
+  if (auto token = row.optional_text(7)) {
+    if (auto parsed = LeaseToken::from_hex(*token)) job.lease_token = *parsed;
+  }
+  job.leased_by = row.optional_text(8);
+  job.lease_expires_at = to_time(row.optional_int64(9));
+  job.enqueued_at = to_time(row.int64(10));
+  job.started_at = to_time(row.optional_int64(11));
+  job.finished_at = to_time(row.optional_int64(12));
+  job.unique_key = row.optional_text(13);
+  job.last_error = row.optional_text(14);
+  job.payload = row.blob(15);
+  return job;
+}
+
+// Runs a statement to completion; returns the number of rows it produced.
+Result<int> run(Statement& statement) {
+  int rows = 0;
+  while (true) {
+    auto more = statement.step();
+    if (!more) return fail_with(more.error());
+    if (!*more) return rows;
+    ++rows;
+  }
+}
+
+class SqliteEngine final : public Engine {
+ public:
+  explicit SqliteEngine(Connection::Settings settings) : settings_(std::move(settings)) {}
+
+  Result<int> migrate() override {
+    auto connection = acquire();
+    if (!connection) return fail_with(connection.error());
+    return sqlite::migrate(*connection->get());
+  }
+
+  Status check_schema() override {
+    auto connection = acquire();
+    if (!connection) return fail_with(connection.error());
+    auto version = sqlite::schema_version(*connection->get());
+    if (!version) return fail_with(version.error());
+    return {};
+  }
+
+  Result<std::vector<Enqueued>> enqueue(std::span<const NewJob> jobs) override {
+    return write<std::vector<Enqueued>>(
+        [&](Connection& c, std::int64_t now) -> Result<std::vector<Enqueued>> {
+          std::vector<Enqueued> results;
+          results.reserve(jobs.size());
+          for (const NewJob& job : jobs) {
+            if (job.unique_key) {
+              auto find = c.prepare(sql::kFindUniqueHolder);
+              if (!find) return fail_with(find.error());
+              (*find)->bind(1, std::string_view(job.queue));
+              (*find)->bind(2, std::string_view(*job.unique_key));
+              auto found = (*find)->step();
+              if (!found) return fail_with(found.error());
+              if (*found) {
+                results.push_back(Enqueued{(*find)->int64(0), false});
+                continue;
+              }
+            }
+            std::int64_t run_at = now;
+            if (job.run_at) run_at = to_micros(*job.run_at);
+            if (job.delay) run_at = now + job.delay->count();
+            auto insert = c.prepare(sql::kInsertJob);
+            if (!insert) return fail_with(insert.error());
+            Statement& s = **insert;
+            s.bind(1, std::string_view(job.queue));
+            s.bind(2, job.priority);
+            s.bind(3, run_at);
+            s.bind(4, job.max_attempts);
+            s.bind(5, now);
+            if (job.unique_key) {
+              s.bind(6, std::string_view(*job.unique_key));
+            } else {
+              s.bind_null(6);
+            }
+            s.bind_blob(7, job.payload);
+            auto row = s.step();
+            if (!row) return fail_with(row.error());
+            results.push_back(Enqueued{s.int64(0), true});
+          }
+          return results;
+        });
+  }
+
+  Result<std::vector<Job>> lease(const LeaseRequest& request) override {
+    auto jobs =
+        write<std::vector<Job>>([&](Connection& c, std::int64_t now) -> Result<std::vector<Job>> {
+          auto lease = c.prepare(sql::kLease);
+          if (!lease) return fail_with(lease.error());
+          Statement& s = **lease;
+          s.bind(1, std::string_view(request.worker_id));
+          s.bind(2, now);
+          s.bind(3, static_cast<std::int64_t>(request.lease_duration.count()));
+          s.bind(4, std::string_view(request.queue));
+          s.bind(5, request.max_jobs);
+          std::vector<Job> leased;
+          while (true) {
+            auto row = s.step();
+            if (!row) return fail_with(row.error());
+            if (!*row) break;
+            leased.push_back(read_job(s));
+          }
+          return leased;
+        });
+    if (jobs) {
+      std::sort(jobs->begin(), jobs->end(), [](const Job& a, const Job& b) {
+        return std::tie(a.priority, a.run_at, a.id) < std::tie(b.priority, b.run_at, b.id);
+      });
+    }
+    return jobs;
+  }
+
+  Result<std::vector<bool>> complete(std::span<const LeasedRef> refs, bool delete_row) override {
+    return settle(refs, delete_row ? sql::kCompleteDelete : sql::kComplete,
+                  [&](Statement& s, std::int64_t now) {
+                    if (!delete_row) s.bind(3, now);
+                  });
+  }
+
+  Result<std::vector<FailResult>> fail(std::span<const FailItem> items) override {
+    return write<std::vector<FailResult>>([&](Connection& c,
+                                              std::int64_t now) -> Result<std::vector<FailResult>> {
+      std::vector<FailResult> outcomes;
+      for (const FailItem& item : items) {
+        auto fail = c.prepare(sql::kFail);
+        if (!fail) return fail_with(fail.error());
+        Statement& s = **fail;
+        s.bind(1, item.ref.id);
+        s.bind(2, std::string_view(item.ref.token.hex()));
+        s.bind(3, now);
+        s.bind(4, std::string_view(item.error));
+        if (item.retry_after) {
+          s.bind(5, static_cast<std::int64_t>(item.retry_after->count()));
+        } else {
+          s.bind_null(5);
+        }
+        s.bind(6, static_cast<std::int64_t>(item.backoff_base.count()));
+        s.bind(7, static_cast<std::int64_t>(item.backoff_cap.count()));
+        s.bind(8, item.backoff_factor);
+        auto row = s.step();
+        if (!row) return fail_with(row.error());
+        if (!*row) {
+          outcomes.emplace_back(std::nullopt);
+        } else {
+          outcomes.emplace_back(s.text(0) == "dead" ? FailOutcome::kDead : FailOutcome::kRetrying);
+        }
+      }
+      return outcomes;
+    });
+  }
+
+  Result<std::vector<bool>> extend(std::span<const LeasedRef> refs,
+                                   Duration lease_duration) override {
+    return settle(refs, sql::kExtend, [&](Statement& s, std::int64_t now) {
+      s.bind(3, now);
+      s.bind(4, static_cast<std::int64_t>(lease_duration.count()));
+    });
+  }
+
+  Result<std::vector<bool>> release(std::span<const LeasedRef> refs, Duration delay) override {
+    return settle(refs, sql::kRelease, [&](Statement& s, std::int64_t now) {
+      s.bind(3, now);
+      s.bind(4, static_cast<std::int64_t>(delay.count()));
+    });
+  }
+
+  Result<bool> wait_for_work(std::string_view queue, Duration timeout) override;
+
+  Result<std::int64_t> rescue_expired(std::string_view queue) override {
+    return write<std::int64_t>([&](Connection& c, std::int64_t now) -> Result<std::int64_t> {
+      auto rescue = c.prepare(sql::kRescueExpired);
+      if (!rescue) return fail_with(rescue.error());
+      (*rescue)->bind(1, queue);
+      (*rescue)->bind(2, now);
+      if (auto ok = run(**rescue); !ok) return fail_with(ok.error());
+      return c.changes();
+    });
+  }
+
+  Result<std::vector<JobId>> cancel(std::span<const JobId> ids) override {
+    return change_each(ids, sql::kCancel);
+  }
+
+  Result<std::vector<JobId>> retry(std::span<const JobId> ids) override {
+    return change_each(ids, sql::kRetry);
+  }
+
+  Result<std::int64_t> retry_all(std::string_view queue, JobState state) override {
+    return write<std::int64_t>([&](Connection& c, std::int64_t now) -> Result<std::int64_t> {
+      auto retry = c.prepare(sql::kRetryAll);
+      if (!retry) return fail_with(retry.error());
+      (*retry)->bind(1, queue);
+      (*retry)->bind(2, to_string(state));
+      (*retry)->bind(3, now);
+      if (auto ok = run(**retry); !ok) return fail_with(ok.error());
+      return c.changes();
+    });
+  }
+
+  Result<std::int64_t> purge(const PurgeRequest& request) override {
+    // Without a limit, delete in batches of kPurgeBatch, each its own short transaction,
+    // so that a purge of millions of rows never holds the write lock for long.
+    constexpr int kPurgeBatch = 5000;
+    std::int64_t total = 0;
+    std::int64_t budget = request.limit.value_or(std::numeric_limits<int>::max());
+    // The cutoff is fixed once, so that a long purge does not chase rows finishing now.
+    const std::int64_t cutoff =
+        now_micros() - request.older_than.value_or(Duration::zero()).count();
+    while (budget > 0) {
+      const int batch = static_cast<int>(std::min<std::int64_t>(budget, kPurgeBatch));
+      auto deleted = write<std::int64_t>([&](Connection& c, std::int64_t) -> Result<std::int64_t> {
+        auto purge = c.prepare(sql::kPurge);
+        if (!purge) return fail_with(purge.error());
+        (*purge)->bind(1, std::string_view(request.queue));
+        (*purge)->bind(2, to_string(request.state));
+        (*purge)->bind(3, cutoff);
+        (*purge)->bind(4, batch);
+        if (auto ok = run(**purge); !ok) return fail_with(ok.error());
+        return c.changes();
+      });
+      if (!deleted) return fail_with(deleted.error());
+      total += *deleted;
+      budget -= *deleted;
+      if (*deleted < batch) break;
+    }
+    return total;
+  }
+
+  Result<std::vector<QueueStats>> stats(std::optional<std::string_view> queue) override {
+    return read<std::vector<QueueStats>>([&](Connection& c) -> Result<std::vector<QueueStats>> {
+      auto query = c.prepare(queue ? sql::kStatsQueue : sql::kStatsAll);
+      if (!query) return fail_with(query.error());
+      Statement& s = **query;
+      const std::int64_t now = now_micros();
+      s.bind(1, now);
+      if (queue) s.bind(2, *queue);
+      std::vector<QueueStats> result;
+      while (true) {
+        auto row = s.step();
+        if (!row) return fail_with(row.error());
+        if (!*row) break;
+        std::string name = s.text(0);
+        if (result.empty() || result.back().queue != name) result.push_back({.queue = name});
+        QueueStats& q = result.back();
+        auto state = parse_job_state(s.text(1));
+        std::int64_t count = s.int64(2);
+        switch (state.value_or(JobState::kAvailable)) {
+          case JobState::kAvailable:
+            q.available = count;
+            q.scheduled = s.int64(3);
+            if (auto oldest = s.optional_int64(4)) q.oldest_available_age = Duration(now - *oldest);
+            break;
+          case JobState::kRunning:
+            q.running = count;
+            break;
+          case JobState::kSucceeded:
+            q.succeeded = count;
+            break;
+          case JobState::kDead:
+            q.dead = count;
+            break;
+          case JobState::kCancelled:
+            q.cancelled = count;
+            break;
+        }
+      }
+      return result;
+    });
+  }
+
+  Result<std::vector<Job>> list(const ListRequest& request) override {
+    const char* text = request.queue ? (request.state ? sql::kListQueueState : sql::kListQueue)
+                                     : (request.state ? sql::kListState : sql::kListAll);
+    return read<std::vector<Job>>([&](Connection& c) -> Result<std::vector<Job>> {
+      auto query = c.prepare(text);
+      if (!query) return fail_with(query.error());
+      Statement& s = **query;
+      s.bind(1, request.after_id.value_or(0));
+      s.bind(2, request.limit);
+      if (request.queue) s.bind(3, std::string_view(*request.queue));
+      if (request.state) s.bind(4, to_string(*request.state));
+      std::vector<Job> jobs;
+      while (true) {
+        auto row = s.step();
+        if (!row) return fail_with(row.error());
+        if (!*row) break;
+        jobs.push_back(read_job(s));
+      }
+      return jobs;
+    });
+  }
+
+  Result<std::optional<Job>> get(JobId id) override {
+    return read<std::optional<Job>>([&](Connection& c) -> Result<std::optional<Job>> {
+      auto query = c.prepare(sql::kGet);
+      if (!query) return fail_with(query.error());
+      (*query)->bind(1, id);
+      auto row = (*query)->step();
+      if (!row) return fail_with(row.error());
+      if (!*row) return std::optional<Job>{};
+      return std::optional<Job>(read_job(**query));
+    });
+  }
+
+ private:
+  // A connection lent from the pool; returned to it on destruction.
+  class Pooled {
+   public:
+    Pooled(SqliteEngine& engine, std::unique_ptr<Connection> connection)
+        : engine_(&engine), connection_(std::move(connection)) {}
+    Pooled(Pooled&&) noexcept = default;
+    Pooled& operator=(Pooled&&) = delete;
+    ~Pooled() {
+      if (connection_) engine_->give_back(std::move(connection_));
+    }
+    Connection* get() const { return connection_.get(); }
+
+   private:
+    SqliteEngine* engine_;
+    std::unique_ptr<Connection> connection_;
+  };
+
+  Result<Pooled> acquire() {
+    {
+      std::lock_guard lock(mu_);
+      if (!idle_.empty()) {
+        auto connection = std::move(idle_.back());
+        idle_.pop_back();
+        return Pooled(*this, std::move(connection));
+      }
+    }
+    auto connection = Connection::open(settings_);
+    if (!connection) return fail_with(connection.error());
+    return Pooled(*this, std::move(*connection));
+  }
+
+  void give_back(std::unique_ptr<Connection> connection) {
+    std::lock_guard lock(mu_);
+    idle_.push_back(std::move(connection));
+  }
+
+  // Runs body(connection, now) inside BEGIN IMMEDIATE and commits when it succeeds. `now`
+  // is read after the write lock is held, so no other writer can commit in between with
+  // a later clock reading.
+  template <class T, class Body>
+  Result<T> write(Body&& body) {
+    auto connection = acquire();
+    if (!connection) return fail_with(connection.error());
+    auto transaction = ImmediateTransaction::begin(*connection->get());
+    if (!transaction) return fail_with(transaction.error());
+    Result<T> result = body(*connection->get(), now_micros());
+    if (!result) return result;  // the transaction rolls back
+    if (auto ok = transaction->commit(); !ok) return fail_with(ok.error());
+    return result;
+  }
+
+  // Runs body(connection) outside any explicit transaction: one statement reads one
+  // consistent snapshot.
+  template <class T, class Body>
+  Result<T> read(Body&& body) {
+    auto connection = acquire();
+    if (!connection) return fail_with(connection.error());
+    return body(*connection->get());
+  }
+
+  // One fenced statement per ref (?1 id, ?2 token), all in one transaction.
+  template <class BindRest>
+  Result<std::vector<bool>> settle(std::span<const LeasedRef> refs, const char* text,
+                                   BindRest&& bind_rest) {
+    return write<std::vector<bool>>(
+        [&](Connection& c, std::int64_t now) -> Result<std::vector<bool>> {
+          std::vector<bool> accepted;
+          accepted.reserve(refs.size());
+          for (const LeasedRef& ref : refs) {
+            auto statement = c.prepare(text);
+            if (!statement) return fail_with(statement.error());
+            Statement& s = **statement;
+            s.bind(1, ref.id);
+            s.bind(2, std::string_view(ref.token.hex()));
+            bind_rest(s, now);
+            if (auto ok = run(s); !ok) return fail_with(ok.error());
+            accepted.push_back(c.changes() == 1);
+          }
+          return accepted;
+        });
+  }
+
+  // One statement (?1 id, ?2 now) per id in one transaction; returns the ids it changed.
+  Result<std::vector<JobId>> change_each(std::span<const JobId> ids, const char* text) {
+    return write<std::vector<JobId>>(
+        [&](Connection& c, std::int64_t now) -> Result<std::vector<JobId>> {
+          std::vector<JobId> changed;
+          for (JobId id : ids) {
+            auto statement = c.prepare(text);
+            if (!statement) return fail_with(statement.error());
+            (*statement)->bind(1, id);
+            (*statement)->bind(2, now);
+            if (auto ok = run(**statement); !ok) return fail_with(ok.error());
+            if (c.changes() == 1) changed.push_back(id);
+          }
+          return changed;
+        });
+  }
+
+  // Constant after construction.
+  const Connection::Settings settings_;
+
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Connection>> idle_;  // guarded by mu_
+};
+
+constexpr const char* kDataVersion = "PRAGMA data_version";
+constexpr const char* kHasDueJob =
+    "SELECT EXISTS (SELECT 1 FROM readpast_jobs WHERE queue = ?1 AND state = 'available' "
+    "AND run_at <= ?2)";
+
+Result<bool> SqliteEngine::wait_for_work(std::string_view queue, Duration timeout) {
+  // SQLite cannot notify another process. Instead, poll `PRAGMA data_version` on one
+  // connection — it changes when any other connection commits, and costs a read of shared
+  // memory — and look for a due job only then (or when it is time anyway).
+  constexpr auto kPollInterval = std::chrono::milliseconds(5);
+  constexpr auto kRecheckInterval = std::chrono::milliseconds(250);  // for scheduled jobs
+  auto connection = acquire();
+  if (!connection) return fail_with(connection.error());
+  Connection& c = *connection->get();
+  auto read_data_version = [&]() -> Result<std::int64_t> {
+    auto pragma = c.prepare(kDataVersion);
+    if (!pragma) return fail_with(pragma.error());
+    if (auto ok = (*pragma)->step(); !ok) return fail_with(ok.error());
+    return (*pragma)->int64(0);
+  };
+  auto has_due_job = [&]() -> Result<bool> {
+    auto query = c.prepare(kHasDueJob);
+    if (!query) return fail_with(query.error());
+    (*query)->bind(1, queue);
+    (*query)->bind(2, now_micros());
+    if (auto ok = (*query)->step(); !ok) return fail_with(ok.error());
+    return (*query)->int64(0) != 0;
+  };
+
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto version = read_data_version();
+  if (!version) return fail_with(version.error());
+  auto next_recheck = std::chrono::steady_clock::now();
+  while (true) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= next_recheck) {
+      auto due = has_due_job();
+      if (!due) return fail_with(due.error());
+      if (*due) return true;
+      next_recheck = now + kRecheckInterval;
+    }
+    if (now >= deadline) return false;
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(kPollInterval, deadline - now));
+    auto current = read_data_version();
+    if (!current) return fail_with(current.error());
+    if (*current != *version) {
+      *version = *current;
+      next_recheck = std::chrono::steady_clock::now();  // something committed: look now
+    }
+  }
+}
+
+Result<int> parse_int_param(const DatabaseUrl& url, std::string_view key, int fallback) {
+  auto it = url.params.find(key);
+  if (it == url.params.end()) return fallback;
+  int value = 0;
+  auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), value);
+  if (ec != std::errc() || end != it->second.data() + it->second.size() || value < 0) {
+    return fail_with(Error::invalid_argument("bad URL '" + url.redacted + "': " + std::string(key) +
+                                             " must be a whole number"));
+  }
+  return value;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> open_sqlite_engine(const DatabaseUrl& url,
+                                                   const QueueOptions& options) {
+  Connection::Settings settings;
+  settings.path = url.sqlite_path;
+  settings.create = options.init_schema;
+  auto busy = parse_int_param(url, "busy_timeout", 10000);
+  if (!busy) return fail_with(busy.error());
+  settings.busy_timeout_ms = *busy;
+  // FULL by default: in WAL mode it syncs the log on every commit, so an acknowledged
+  // enqueue or completion survives a power loss. NORMAL may lose the last transactions
+  // (never corrupt the file); see docs/sqlite.md.
+  if (auto it = url.params.find("synchronous"); it != url.params.end()) {
+    std::string level = it->second;
+    std::transform(level.begin(), level.end(), level.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+    if (level != "FULL" && level != "NORMAL" && level != "EXTRA" && level != "OFF") {
+      return fail_with(Error::invalid_argument(
+          "bad URL '" + url.redacted + "': synchronous must be full, normal, extra or off"));
+    }
+    settings.synchronous = level;
+  }
+  return std::make_unique<SqliteEngine>(std::move(settings));
+}
+
+}  // namespace readpast::detail

@@ -1,0 +1,21 @@
+// engines/sqlite/sqlite_schema.hpp — the SQLite schema as numbered migrations.
+//
+// Invariant: migrations are append-only. A released migration is never edited; a change
+// is a new entry. readpast_schema_version holds one row per applied migration.
+// docs/schema.md documents the result; its version must match kSchemaVersion.
+#pragma once
+
+#include "engines/sqlite/sqlite_connection.hpp"
+
+namespace readpast::detail::sqlite {
+
+inline constexpr int kSchemaVersion = 1;
+
+// Applies the missing migrations in one IMMEDIATE transaction (so concurrent inits
+// serialise); returns the version in force. kSchema when the file is newer than this build.
+Result<int> migrate(Connection& connection);
+
+// kSchema when the schema is missing or newer than this build; the version otherwise.
+Result<int> schema_version(Connection& connection);
+
+}  // namespace readpast::detail::sqlite

@@ -1,0 +1,294 @@
+// queue.cpp — the engine-independent rules: validation, backoff, retention and when to
+// rescue expired leases. Engines only run SQL.
+#include "readpast/queue.hpp"
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <random>
+
+#include "core/url.hpp"
+#include "core/validate.hpp"
+#include "engines/open_engine.hpp"
+
+namespace readpast {
+
+struct Queue::State {
+  // Constant after construction.
+  QueueOptions options;
+  std::unique_ptr<detail::Engine> engine;
+
+  // Guarded by mu: the jitter source and when each queue's expired leases were last
+  // rescued (a steady-clock time; only used to space out rescues).
+  std::mutex mu;
+  std::mt19937_64 rng{std::random_device{}()};
+  std::map<std::string, std::chrono::steady_clock::time_point, std::less<>> last_rescue;
+
+  double draw_jitter() {
+    std::lock_guard lock(mu);
+    return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+  }
+
+  // True when the queue's expired leases are due for a rescue; marks it done.
+  bool rescue_due(std::string_view queue) {
+    auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(mu);
+    auto it = last_rescue.find(queue);
+    if (it != last_rescue.end() && now - it->second < options.rescue_interval) return false;
+    last_rescue.insert_or_assign(std::string(queue), now);
+    return true;
+  }
+
+  const Backoff& backoff_for(std::string_view queue) const {
+    auto it = options.queue_backoff.find(queue);
+    return it == options.queue_backoff.end() ? options.backoff : it->second;
+  }
+};
+
+namespace {
+
+Status validate_ref(const LeaseToken& token) {
+  if (token.empty()) return fail_with(Error::invalid_argument("lease token is empty"));
+  return {};
+}
+
+Status lease_lost(JobId id) {
+  return fail_with(Error::lease_lost("lease lost: job " + std::to_string(id) +
+                                     " is no longer running under this lease token"));
+}
+
+}  // namespace
+
+Result<Queue> Queue::open(std::string_view url, QueueOptions options) {
+  auto parsed = detail::parse_database_url(url);
+  if (!parsed) return fail_with(parsed.error());
+  if (auto ok = options.backoff.validate(); !ok) return fail_with(ok.error());
+  for (const auto& [name, backoff] : options.queue_backoff) {
+    if (auto ok = validate_queue_name(name); !ok) return fail_with(ok.error());
+    if (auto ok = backoff.validate(); !ok) return fail_with(ok.error());
+  }
+  if (auto ok = detail::validate_non_negative_duration(options.succeeded_retention,
+                                                       "succeeded retention");
+      !ok) {
+    return fail_with(ok.error());
+  }
+  auto engine = detail::open_engine(*parsed, options);
+  if (!engine) return fail_with(engine.error());
+  if (options.init_schema) {
+    if (auto version = (*engine)->migrate(); !version) return fail_with(version.error());
+  } else if (auto ok = (*engine)->check_schema(); !ok) {
+    return fail_with(ok.error());
+  }
+  auto state = std::make_unique<State>();
+  state->options = std::move(options);
+  state->engine = std::move(*engine);
+  return Queue(std::move(state));
+}
+
+Queue::Queue(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Queue::Queue(Queue&&) noexcept = default;
+Queue& Queue::operator=(Queue&&) noexcept = default;
+Queue::~Queue() = default;
+
+const QueueOptions& Queue::options() const noexcept {
+  return state_->options;
+}
+
+Result<int> Queue::init() {
+  return state_->engine->migrate();
+}
+
+Result<Enqueued> Queue::enqueue(const NewJob& job) {
+  auto results = enqueue_batch(std::span<const NewJob>(&job, 1));
+  if (!results) return fail_with(results.error());
+  return results->front();
+}
+
+Result<std::vector<Enqueued>> Queue::enqueue_batch(std::span<const NewJob> jobs) {
+  // Validate all before any reaches the database: a batch is all or nothing.
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (auto ok = detail::validate_new_job(jobs[i], state_->options.max_payload_bytes); !ok) {
+      if (jobs.size() == 1) return fail_with(ok.error());
+      return fail_with(Error::invalid_argument("job " + std::to_string(i + 1) +
+                                               " of the batch: " + ok.error().message));
+    }
+  }
+  if (jobs.empty()) return std::vector<Enqueued>{};
+  return state_->engine->enqueue(jobs);
+}
+
+Result<std::vector<Job>> Queue::lease(const LeaseRequest& request) {
+  if (auto ok = detail::validate_lease_request(request); !ok) return fail_with(ok.error());
+  if (state_->rescue_due(request.queue)) {
+    if (auto rescued = state_->engine->rescue_expired(request.queue); !rescued) {
+      return fail_with(rescued.error());
+    }
+  }
+  return state_->engine->lease(request);
+}
+
+Status Queue::complete(JobId id, const LeaseToken& token) {
+  LeasedRef ref{id, token};
+  auto accepted = complete_batch(std::span<const LeasedRef>(&ref, 1));
+  if (!accepted) return fail_with(accepted.error());
+  if (!accepted->front()) return lease_lost(id);
+  return {};
+}
+
+Result<std::vector<bool>> Queue::complete_batch(std::span<const LeasedRef> refs) {
+  for (const auto& ref : refs) {
+    if (auto ok = validate_ref(ref.token); !ok) return fail_with(ok.error());
+  }
+  if (refs.empty()) return std::vector<bool>{};
+  const bool delete_row = state_->options.succeeded_retention == Duration::zero();
+  return state_->engine->complete(refs, delete_row);
+}
+
+Result<FailOutcome> Queue::fail(JobId id, const LeaseToken& token, std::string_view error,
+                                const FailOptions& options) {
+  if (auto ok = validate_ref(token); !ok) return fail_with(ok.error());
+  if (options.retry_after) {
+    if (auto ok = detail::validate_non_negative_duration(*options.retry_after, "retry_after");
+        !ok) {
+      return fail_with(ok.error());
+    }
+  }
+  if (options.backoff) {
+    if (auto ok = options.backoff->validate(); !ok) return fail_with(ok.error());
+  }
+  // Backoff precedence: the call's, then the job's queue's, then the default. Engines get
+  // the resolved numbers and apply them to the attempt count they read under the fence.
+  detail::FailItem item;
+  item.ref = LeasedRef{id, token};
+  item.error = std::string(error);
+  item.retry_after = options.retry_after;
+  const Backoff* backoff = options.backoff ? &*options.backoff : nullptr;
+  if (backoff == nullptr && !state_->options.queue_backoff.empty()) {
+    // Per-queue policies exist: the job's queue decides (one read by primary key). A job
+    // that vanished in between is, to this caller, a lost lease.
+    auto job = state_->engine->get(id);
+    if (!job) return fail_with(job.error());
+    if (!*job) return fail_with(lease_lost(id).error());
+    backoff = &state_->backoff_for((*job)->queue);
+  }
+  if (backoff == nullptr) backoff = &state_->options.backoff;
+  item.backoff_base = backoff->base;
+  item.backoff_cap = backoff->cap;
+  item.backoff_factor = 1.0 - backoff->jitter * state_->draw_jitter();
+  auto outcomes = state_->engine->fail(std::span<const detail::FailItem>(&item, 1));
+  if (!outcomes) return fail_with(outcomes.error());
+  if (!outcomes->front()) return fail_with(lease_lost(id).error());
+  return *outcomes->front();
+}
+
+Status Queue::extend(JobId id, const LeaseToken& token, Duration lease_duration) {
+  LeasedRef ref{id, token};
+  auto accepted = extend_batch(std::span<const LeasedRef>(&ref, 1), lease_duration);
+  if (!accepted) return fail_with(accepted.error());
+  if (!accepted->front()) return lease_lost(id);
+  return {};
+}
+
+Result<std::vector<bool>> Queue::extend_batch(std::span<const LeasedRef> refs,
+                                              Duration lease_duration) {
+  if (auto ok = detail::validate_positive_duration(lease_duration, "lease duration"); !ok) {
+    return fail_with(ok.error());
+  }
+  for (const auto& ref : refs) {
+    if (auto ok = validate_ref(ref.token); !ok) return fail_with(ok.error());
+  }
+  if (refs.empty()) return std::vector<bool>{};
+  return state_->engine->extend(refs, lease_duration);
+}
+
+Status Queue::release(JobId id, const LeaseToken& token, Duration delay) {
+  if (auto ok = validate_ref(token); !ok) return ok;
+  if (auto ok = detail::validate_non_negative_duration(delay, "release delay"); !ok) return ok;
+  LeasedRef ref{id, token};
+  auto accepted = state_->engine->release(std::span<const LeasedRef>(&ref, 1), delay);
+  if (!accepted) return fail_with(accepted.error());
+  if (!accepted->front()) return lease_lost(id);
+  return {};
+}
+
+Result<bool> Queue::wait_for_work(std::string_view queue, Duration timeout) {
+  if (auto ok = validate_queue_name(queue); !ok) return fail_with(ok.error());
+  if (auto ok = detail::validate_non_negative_duration(timeout, "timeout"); !ok) {
+    return fail_with(ok.error());
+  }
+  return state_->engine->wait_for_work(queue, timeout);
+}
+
+Result<std::int64_t> Queue::rescue_expired(std::string_view queue) {
+  if (auto ok = validate_queue_name(queue); !ok) return fail_with(ok.error());
+  return state_->engine->rescue_expired(queue);
+}
+
+Result<std::vector<JobId>> Queue::cancel(std::span<const JobId> ids) {
+  if (ids.empty()) return std::vector<JobId>{};
+  return state_->engine->cancel(ids);
+}
+
+Result<std::vector<JobId>> Queue::retry(std::span<const JobId> ids) {
+  if (ids.empty()) return std::vector<JobId>{};
+  return state_->engine->retry(ids);
+}
+
+Result<std::int64_t> Queue::retry_all(std::string_view queue, JobState state) {
+  if (auto ok = validate_queue_name(queue); !ok) return fail_with(ok.error());
+  if (state != JobState::kDead && state != JobState::kCancelled) {
+    return fail_with(Error::invalid_argument("only dead or cancelled jobs can be retried"));
+  }
+  return state_->engine->retry_all(queue, state);
+}
+
+Result<std::int64_t> Queue::purge(const PurgeRequest& request) {
+  if (auto ok = validate_queue_name(request.queue); !ok) return fail_with(ok.error());
+  if (!is_finished(request.state)) {
+    return fail_with(
+        Error::invalid_argument("purge removes succeeded, dead or cancelled jobs only, not " +
+                                std::string(to_string(request.state)) + " ones"));
+  }
+  if (request.older_than) {
+    if (auto ok = detail::validate_non_negative_duration(*request.older_than, "older-than"); !ok) {
+      return fail_with(ok.error());
+    }
+  }
+  if (request.limit && *request.limit < 1) {
+    return fail_with(Error::invalid_argument("purge limit must be at least 1"));
+  }
+  return state_->engine->purge(request);
+}
+
+Result<std::int64_t> Queue::remove_expired_succeeded(std::string_view queue, int limit) {
+  return purge(PurgeRequest{.queue = std::string(queue),
+                            .state = JobState::kSucceeded,
+                            .older_than = state_->options.succeeded_retention,
+                            .limit = limit});
+}
+
+Result<std::vector<QueueStats>> Queue::stats(std::optional<std::string_view> queue) {
+  if (queue) {
+    if (auto ok = validate_queue_name(*queue); !ok) return fail_with(ok.error());
+  }
+  return state_->engine->stats(queue);
+}
+
+Result<std::vector<Job>> Queue::list(const ListRequest& request) {
+  if (request.queue) {
+    if (auto ok = validate_queue_name(*request.queue); !ok) return fail_with(ok.error());
+  }
+  if (request.limit < 1 || request.limit > 100000) {
+    return fail_with(Error::invalid_argument("list limit must be between 1 and 100000"));
+  }
+  return state_->engine->list(request);
+}
+
+Result<Job> Queue::get(JobId id) {
+  auto job = state_->engine->get(id);
+  if (!job) return fail_with(job.error());
+  if (!*job) return fail_with(Error::not_found("no job with id " + std::to_string(id)));
+  return std::move(**job);
+}
+
+}  // namespace readpast
