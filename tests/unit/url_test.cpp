@@ -1,0 +1,174 @@
+// Database URLs: which engine, the SQLite path and parameters, and that a password never
+// reaches the redacted form or any error message.
+#include "core/url.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "readpast/queue.hpp"
+
+namespace readpast::detail {
+namespace {
+
+constexpr std::string_view kSecret = "s3cr3tPW";
+
+DatabaseUrl must_parse(std::string_view url) {
+  auto parsed = parse_database_url(url);
+  EXPECT_TRUE(parsed.has_value()) << "'" << url
+                                  << "' was rejected: " << (parsed ? "" : parsed.error().message);
+  return parsed.value_or(DatabaseUrl{});
+}
+
+TEST(DatabaseUrl, SqliteTakesAPath) {
+  auto url = must_parse("sqlite:/var/lib/jobs.db");
+  EXPECT_EQ(url.kind, EngineKind::kSqlite);
+  EXPECT_EQ(url.sqlite_path, "/var/lib/jobs.db");
+  EXPECT_TRUE(url.params.empty());
+  EXPECT_EQ(url.redacted, "sqlite:/var/lib/jobs.db");
+}
+
+TEST(DatabaseUrl, SqliteTakesARelativePath) {
+  auto url = must_parse("sqlite:readpast.db");
+  EXPECT_EQ(url.kind, EngineKind::kSqlite);
+  EXPECT_EQ(url.sqlite_path, "readpast.db");
+}
+
+TEST(DatabaseUrl, SqliteTakesItsParameters) {
+  auto url = must_parse("sqlite:jobs.db?synchronous=normal");
+  EXPECT_EQ(url.sqlite_path, "jobs.db");
+  ASSERT_EQ(url.params.count("synchronous"), 1u);
+  EXPECT_EQ(url.params.at("synchronous"), "normal");
+
+  auto both = must_parse("sqlite:/tmp/j.db?synchronous=normal&busy_timeout=5000");
+  EXPECT_EQ(both.sqlite_path, "/tmp/j.db");
+  EXPECT_EQ(both.params.at("synchronous"), "normal");
+  EXPECT_EQ(both.params.at("busy_timeout"), "5000");
+}
+
+TEST(DatabaseUrl, SqliteRejectsUnknownOrMalformedParameters) {
+  for (std::string_view text : {"sqlite:jobs.db?journal_mode=delete", "sqlite:jobs.db?synchronous",
+                                "sqlite:jobs.db?=normal", "sqlite:jobs.db?synchronous=normal&x=1",
+                                "sqlite:jobs.db?password=x"}) {
+    auto parsed = parse_database_url(text);
+    EXPECT_FALSE(parsed.has_value()) << "accepted '" << text << "'";
+    if (!parsed) {
+      EXPECT_EQ(parsed.error().code, ErrorCode::kInvalidArgument);
+    }
+  }
+}
+
+TEST(DatabaseUrl, SqliteNeedsAPath) {
+  for (std::string_view text : {"sqlite:", "sqlite:?synchronous=normal"}) {
+    auto parsed = parse_database_url(text);
+    EXPECT_FALSE(parsed.has_value()) << "accepted '" << text << "'";
+  }
+}
+
+TEST(DatabaseUrl, RejectsUnknownSchemesAndGarbage) {
+  for (std::string_view text :
+       {"", "readpast.db", "mysql://u@h/db", "http://example.com", "sqlite3:/x.db", "SQLITE",
+        "/tmp/readpast.db", "postgresql", "::"}) {
+    auto parsed = parse_database_url(text);
+    EXPECT_FALSE(parsed.has_value()) << "accepted '" << text << "'";
+    if (!parsed) {
+      EXPECT_EQ(parsed.error().code, ErrorCode::kInvalidArgument);
+      EXPECT_FALSE(parsed.error().message.empty());
+    }
+  }
+}
+
+TEST(DatabaseUrl, PostgresUriIsPassedToLibpqAndRedacted) {
+  std::string text = "postgresql://worker:" + std::string(kSecret) + "@db.example:5432/jobs";
+  auto url = must_parse(text);
+  EXPECT_EQ(url.kind, EngineKind::kPostgres);
+  EXPECT_EQ(url.postgres_conninfo, text);
+  EXPECT_EQ(url.redacted, "postgresql://worker:***@db.example:5432/jobs");
+  EXPECT_EQ(url.redacted.find(kSecret), std::string::npos);
+}
+
+TEST(DatabaseUrl, PostgresShortSchemeIsAccepted) {
+  auto url = must_parse("postgres://u:" + std::string(kSecret) + "@h/db");
+  EXPECT_EQ(url.kind, EngineKind::kPostgres);
+  EXPECT_EQ(url.redacted.find(kSecret), std::string::npos) << url.redacted;
+}
+
+TEST(DatabaseUrl, PostgresSchemaParameterIsReadpastsOwn) {
+  auto url = must_parse("postgresql://u@h/db?sslmode=disable&schema=jobs&connect_timeout=5");
+  EXPECT_EQ(url.params.at("schema"), "jobs");
+  EXPECT_EQ(url.postgres_conninfo.find("schema"), std::string::npos) << url.postgres_conninfo;
+  EXPECT_NE(url.postgres_conninfo.find("sslmode=disable"), std::string::npos);
+  EXPECT_NE(url.postgres_conninfo.find("connect_timeout=5"), std::string::npos);
+}
+
+TEST(DatabaseUrl, PostgresKeywordFormIsRedacted) {
+  std::string text = "host=db.example password=" + std::string(kSecret) + " dbname=jobs";
+  auto url = must_parse(text);
+  EXPECT_EQ(url.kind, EngineKind::kPostgres);
+  EXPECT_EQ(url.postgres_conninfo, text);
+  EXPECT_EQ(url.redacted.find(kSecret), std::string::npos) << url.redacted;
+  EXPECT_NE(url.redacted.find("host=db.example"), std::string::npos) << url.redacted;
+  EXPECT_NE(url.redacted.find("dbname=jobs"), std::string::npos) << url.redacted;
+}
+
+TEST(RedactUrl, HidesEveryFormOfPassword) {
+  const std::string secret(kSecret);
+  for (std::string text : {
+           "postgresql://u:" + secret + "@h/db",
+           "postgresql://u:" + secret + "@h:5432/db?sslmode=require",
+           "postgresql://u:" + secret + "@h",
+           "postgres://u:" + secret + "@h/db",
+           "postgresql://u:pre" + secret + ":post@h/db",
+           "postgresql://h/db?password=" + secret,
+           "postgresql://h/db?sslmode=require&password=" + secret + "&application_name=x",
+           "host=h password=" + secret + " dbname=db",
+           "host=h password = " + secret + " dbname=db",
+           "password=" + secret,
+           "host=h password='" + secret + " with space' dbname=db",
+           "host=h PASSWORD=" + secret,
+       }) {
+    std::string redacted = redact_url(text);
+    EXPECT_EQ(redacted.find(kSecret), std::string::npos) << text << " -> " << redacted;
+    EXPECT_EQ(redacted.find("with space"), std::string::npos) << text << " -> " << redacted;
+    auto parsed = parse_database_url(text);
+    if (parsed) {
+      EXPECT_EQ(parsed->redacted.find(kSecret), std::string::npos) << parsed->redacted;
+    } else {
+      EXPECT_EQ(parsed.error().message.find(kSecret), std::string::npos) << parsed.error().message;
+    }
+  }
+}
+
+TEST(RedactUrl, LeavesUrlsWithoutPasswordsAlone) {
+  for (std::string_view text : {"sqlite:/tmp/x.db", "sqlite:x.db?synchronous=normal",
+                                "postgresql://u@h:5432/db", "host=h dbname=db user=u"}) {
+    EXPECT_EQ(redact_url(text), text);
+  }
+}
+
+TEST(RedactUrl, ErrorsNeverEchoAPassword) {
+  const std::string secret(kSecret);
+  for (std::string text : {"mysql://u:" + secret + "@h/db", "bogus://u:" + secret + "@h/db",
+                           "mariadb://u:" + secret + "@h"}) {
+    auto parsed = parse_database_url(text);
+    ASSERT_FALSE(parsed.has_value()) << "accepted '" << text << "'";
+    EXPECT_EQ(parsed.error().message.find(kSecret), std::string::npos) << parsed.error().message;
+  }
+}
+
+TEST(RedactUrl, OpeningAnUnreachableServerNeverEchoesThePassword) {
+  // Port 1 on the loopback refuses at once; whatever fails (the connection, or an engine
+  // that is not built), the message must not carry the password.
+  const std::string secret(kSecret);
+  for (std::string text :
+       {"postgresql://u:" + secret + "@127.0.0.1:1/db?connect_timeout=2",
+        "host=127.0.0.1 port=1 user=u password=" + secret + " dbname=db connect_timeout=2"}) {
+    auto queue = Queue::open(text);
+    ASSERT_FALSE(queue.has_value());
+    EXPECT_EQ(queue.error().message.find(kSecret), std::string::npos) << queue.error().message;
+    EXPECT_FALSE(queue.error().message.empty());
+  }
+}
+
+}  // namespace
+}  // namespace readpast::detail
