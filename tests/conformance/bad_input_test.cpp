@@ -1,0 +1,239 @@
+// Bad input gets a clear error (kInvalidArgument unless stated) and changes nothing.
+#include <filesystem>
+#include <fstream>
+
+#include "conformance/queue_test.hpp"
+#include "support/engines.hpp"
+#include "support/temp_dir.hpp"
+
+namespace readpast::test {
+namespace {
+
+const std::vector<std::string>& bad_queue_names() {
+  using namespace std::string_literals;
+  static const std::vector<std::string> kNames = {
+      ""s,   "bad name"s,           "q;drop table jobs"s,    "'q'"s,         "\"q\""s, "--q"s,
+      "q]"s, std::string(129, 'q'), std::string(10000, 'q'), "caf\xc3\xa9"s, "q\0x"s,  ".q"s,
+      "q\n"s};
+  return kNames;
+}
+
+TEST_P(QueueTest, RejectsInvalidQueueNamesInEveryCallThatTakesOne) {
+  succeeded_job("q");
+  dead_job("q");
+  enqueue("q");
+  Job running = lease_one("q");
+  enqueue("q");
+  const std::string before = snapshot();
+  for (const std::string& name : bad_queue_names()) {
+    SCOPED_TRACE("queue name '" + name.substr(0, 40) + "' (" + std::to_string(name.size()) +
+                 " bytes)");
+    EXPECT_ERROR_CODE(q().enqueue(new_job(name)), ErrorCode::kInvalidArgument);
+    std::vector<NewJob> batch = {new_job(name)};
+    EXPECT_ERROR_CODE(q().enqueue_batch(batch), ErrorCode::kInvalidArgument);
+    EXPECT_ERROR_CODE(q().lease(LeaseRequest{name, "w", 1, std::chrono::seconds(30)}),
+                      ErrorCode::kInvalidArgument);
+    EXPECT_ERROR_CODE(q().wait_for_work(name, std::chrono::milliseconds(1)),
+                      ErrorCode::kInvalidArgument);
+    EXPECT_ERROR_CODE(q().rescue_expired(name), ErrorCode::kInvalidArgument);
+    EXPECT_ERROR_CODE(q().retry_all(name, JobState::kDead), ErrorCode::kInvalidArgument);
+    PurgeRequest purge;
+    purge.queue = name;
+    purge.state = JobState::kSucceeded;
+    EXPECT_ERROR_CODE(q().purge(purge), ErrorCode::kInvalidArgument);
+    EXPECT_ERROR_CODE(q().remove_expired_succeeded(name), ErrorCode::kInvalidArgument);
+    EXPECT_ERROR_CODE(q().stats(std::string_view(name)), ErrorCode::kInvalidArgument);
+    ListRequest list;
+    list.queue = name;
+    EXPECT_ERROR_CODE(q().list(list), ErrorCode::kInvalidArgument);
+  }
+  EXPECT_EQ(snapshot(), before);
+  ok(q().complete(running.id, *running.lease_token));
+}
+
+TEST_P(QueueTest, RejectsAPayloadOverMaxPayloadBytesAndAcceptsOneAtTheLimit) {
+  QueueOptions options;
+  options.max_payload_bytes = 1024;
+  open(options);
+  enqueue("q");
+  const std::string before = snapshot();
+  EXPECT_ERROR_CODE(q().enqueue(new_job("q", std::string(1025, 'x'))), ErrorCode::kInvalidArgument);
+  EXPECT_ERROR_CODE(q().enqueue(new_job("q", std::string(1 << 20, 'x'))),
+                    ErrorCode::kInvalidArgument);
+  std::vector<NewJob> batch = {new_job("q", "small"), new_job("q", std::string(1025, 'x'))};
+  EXPECT_ERROR_CODE(q().enqueue_batch(batch), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(snapshot(), before);
+  JobId at_limit = enqueue("q", std::string(1024, 'y'));
+  EXPECT_EQ(get(at_limit).payload, std::string(1024, 'y'));
+}
+
+TEST_P(QueueTest, RejectsMaxAttemptsBelowOne) {
+  enqueue("q");
+  const std::string before = snapshot();
+  for (int max_attempts : {0, -1, -1000}) {
+    auto spec = new_job("q");
+    spec.max_attempts = max_attempts;
+    EXPECT_ERROR_CODE(q().enqueue(spec), ErrorCode::kInvalidArgument) << max_attempts;
+  }
+  EXPECT_EQ(snapshot(), before);
+}
+
+TEST_P(QueueTest, RejectsDelayAndRunAtTogether) {
+  auto spec = new_job("q");
+  spec.delay = std::chrono::seconds(5);
+  spec.run_at = now() + std::chrono::seconds(5);
+  const std::string before = snapshot();
+  EXPECT_ERROR_CODE(q().enqueue(spec), ErrorCode::kInvalidArgument);
+  std::vector<NewJob> batch = {new_job("q"), spec};
+  EXPECT_ERROR_CODE(q().enqueue_batch(batch), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(snapshot(), before);
+}
+
+TEST_P(QueueTest, RejectsNegativeDurations) {
+  JobId id = enqueue("q");
+  Job leased = lease_one("q");
+  enqueue("q");
+  const std::string before = snapshot();
+  const Duration negative = -std::chrono::seconds(1);
+
+  auto delayed = new_job("q");
+  delayed.delay = negative;
+  EXPECT_ERROR_CODE(q().enqueue(delayed), ErrorCode::kInvalidArgument);
+  EXPECT_ERROR_CODE(q().lease(LeaseRequest{"q", "w", 1, negative}), ErrorCode::kInvalidArgument);
+  EXPECT_ERROR_CODE(q().lease(LeaseRequest{"q", "w", 1, Duration::zero()}),
+                    ErrorCode::kInvalidArgument);
+  EXPECT_ERROR_CODE(q().extend(id, *leased.lease_token, negative), ErrorCode::kInvalidArgument);
+  EXPECT_ERROR_CODE(q().extend_batch(std::vector<LeasedRef>{{id, *leased.lease_token}}, negative),
+                    ErrorCode::kInvalidArgument);
+  EXPECT_ERROR_CODE(q().release(id, *leased.lease_token, negative), ErrorCode::kInvalidArgument);
+  FailOptions fail_options;
+  fail_options.retry_after = negative;
+  EXPECT_ERROR_CODE(q().fail(id, *leased.lease_token, "x", fail_options),
+                    ErrorCode::kInvalidArgument);
+  FailOptions bad_backoff;
+  bad_backoff.backoff = Backoff{negative, std::chrono::hours(1), 0.0};
+  EXPECT_ERROR_CODE(q().fail(id, *leased.lease_token, "x", bad_backoff),
+                    ErrorCode::kInvalidArgument);
+  PurgeRequest purge;
+  purge.queue = "q";
+  purge.state = JobState::kSucceeded;
+  purge.older_than = negative;
+  EXPECT_ERROR_CODE(q().purge(purge), ErrorCode::kInvalidArgument);
+  EXPECT_ERROR_CODE(q().wait_for_work("q", negative), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(snapshot(), before);
+  // The lease survived all of that.
+  ok(q().complete(id, *leased.lease_token));
+}
+
+TEST_P(QueueTest, RejectsMaxJobsBelowOne) {
+  enqueue("q");
+  const std::string before = snapshot();
+  EXPECT_ERROR_CODE(q().lease(LeaseRequest{"q", "w", 0, std::chrono::seconds(30)}),
+                    ErrorCode::kInvalidArgument);
+  EXPECT_ERROR_CODE(q().lease(LeaseRequest{"q", "w", -3, std::chrono::seconds(30)}),
+                    ErrorCode::kInvalidArgument);
+  EXPECT_EQ(snapshot(), before);
+}
+
+TEST_P(QueueTest, RejectsRetryAllOfAStateOtherThanDeadOrCancelled) {
+  dead_job("q");
+  enqueue("q");
+  const std::string before = snapshot();
+  for (JobState state : {JobState::kAvailable, JobState::kRunning, JobState::kSucceeded}) {
+    EXPECT_ERROR_CODE(q().retry_all("q", state), ErrorCode::kInvalidArgument);
+  }
+  EXPECT_EQ(snapshot(), before);
+}
+
+TEST_P(QueueTest, RejectsAnInvalidBackoffInTheOptions) {
+  QueueOptions options;
+  options.init_schema = true;
+  options.backoff.jitter = 2.0;
+  EXPECT_ERROR_CODE(Queue::open(url(), options), ErrorCode::kInvalidArgument);
+  QueueOptions per_queue;
+  per_queue.init_schema = true;
+  per_queue.queue_backoff["q"] = Backoff{-std::chrono::seconds(1), std::chrono::hours(1), 0.0};
+  EXPECT_ERROR_CODE(Queue::open(url(), per_queue), ErrorCode::kInvalidArgument);
+  QueueOptions bad_name;
+  bad_name.init_schema = true;
+  bad_name.queue_backoff["bad name"] = Backoff{};
+  EXPECT_ERROR_CODE(Queue::open(url(), bad_name), ErrorCode::kInvalidArgument);
+}
+
+TEST_P(QueueTest, ABatchWithOneBadJobInsertsNone) {
+  enqueue("q");
+  const std::string before = snapshot();
+  auto too_many_tries = new_job("q");
+  too_many_tries.max_attempts = 0;
+  std::vector<std::vector<NewJob>> batches = {
+      {new_job("q", "good"), new_job("bad name"), new_job("q", "good too")},
+      {new_job("q", "good"), too_many_tries},
+      {new_job("q", "good"), new_job("")},
+  };
+  for (const auto& batch : batches) {
+    EXPECT_ERROR_CODE(q().enqueue_batch(batch), ErrorCode::kInvalidArgument);
+  }
+  EXPECT_EQ(snapshot(), before);
+}
+
+TEST_P(QueueTest, RejectsAMalformedUrl) {
+  for (std::string_view url : {"", "nonsense", "sqlite:", "sqlite:x.db?bogus=1", "mysql://u@h/db",
+                               "http://example.com/db"}) {
+    QueueOptions options;
+    options.init_schema = true;
+    EXPECT_ERROR_CODE(Queue::open(url, options), ErrorCode::kInvalidArgument) << url;
+  }
+}
+
+// The one place the suite knows an engine's URL form: to make a database without a schema
+// and to name a file that is not there. Other engines' fresh URLs already have no schema.
+std::optional<std::string> sqlite_path(const std::string& url) {
+  if (url.starts_with("sqlite:")) return url.substr(std::string_view("sqlite:").size());
+  return std::nullopt;
+}
+
+TEST_P(QueueTest, OpeningAFreshDatabaseWithoutInitSchemaFails) {
+  auto opened = Queue::open(url());
+  ASSERT_FALSE(opened.has_value()) << "opened a database that has no schema";
+  if (auto path = sqlite_path(url())) {
+    // A SQLite file that does not exist is not created behind the user's back.
+    EXPECT_EQ(opened.error().code, ErrorCode::kNotFound) << opened.error().message;
+    EXPECT_FALSE(std::filesystem::exists(*path)) << "open created " << *path;
+  } else {
+    EXPECT_EQ(opened.error().code, ErrorCode::kSchema) << opened.error().message;
+  }
+}
+
+TEST_P(QueueTest, OpeningADatabaseWithoutTheSchemaIsASchemaError) {
+  if (auto path = sqlite_path(url())) {
+    std::ofstream create(*path);  // an empty file is an empty SQLite database
+  }
+  auto opened = Queue::open(url());
+  ASSERT_FALSE(opened.has_value());
+  EXPECT_EQ(opened.error().code, ErrorCode::kSchema) << opened.error().message;
+  // init_schema then makes it usable.
+  QueueOptions options;
+  options.init_schema = true;
+  auto fixed = Queue::open(url(), options);
+  ASSERT_TRUE(fixed.has_value()) << fixed.error().message;
+  auto id = fixed->enqueue(new_job("q"));
+  EXPECT_TRUE(id.has_value());
+  // And now a plain open works too.
+  EXPECT_TRUE(Queue::open(url()).has_value());
+}
+
+TEST_P(QueueTest, OpeningAMissingDatabaseFileIsNotFound) {
+  if (!sqlite_path(url())) GTEST_SKIP() << "only file-based engines have missing files";
+  TempDir dir;
+  std::string missing = "sqlite:" + dir.file("no/such/dir/x.db");
+  auto opened = Queue::open(missing);
+  ASSERT_FALSE(opened.has_value());
+  EXPECT_EQ(opened.error().code, ErrorCode::kNotFound) << opened.error().message;
+  QueueOptions options;
+  options.init_schema = true;
+  auto created = Queue::open(missing, options);
+  EXPECT_FALSE(created.has_value()) << "created a database in a directory that does not exist";
+}
+
+}  // namespace
+}  // namespace readpast::test

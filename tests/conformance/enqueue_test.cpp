@@ -1,0 +1,315 @@
+// enqueue and enqueue_batch: ids, columns, unique keys, payload bytes.
+#include <limits>
+#include <set>
+
+#include "conformance/queue_test.hpp"
+
+namespace readpast::test {
+namespace {
+
+TEST_P(QueueTest, EnqueueReturnsIncreasingIds) {
+  JobId previous = 0;
+  for (int i = 0; i < 20; ++i) {
+    JobId id = enqueue(i % 2 ? "a" : "b");
+    EXPECT_GT(id, previous);
+    previous = id;
+  }
+}
+
+TEST_P(QueueTest, EnqueueSetsEveryColumnAsDocumented) {
+  TimePoint before = now();
+  auto enqueued = ok(q().enqueue(new_job("mail", "{\"to\":\"x\"}")));
+  TimePoint after = now();
+  EXPECT_TRUE(enqueued.inserted);
+  Job job = get(enqueued.id);
+  EXPECT_EQ(job.id, enqueued.id);
+  EXPECT_EQ(job.queue, "mail");
+  EXPECT_EQ(job.state, JobState::kAvailable);
+  EXPECT_EQ(job.priority, kDefaultPriority);
+  EXPECT_EQ(job.priority, 100);
+  EXPECT_TIME_WITHIN(job.run_at, before, after);
+  EXPECT_EQ(job.attempts, 0);
+  EXPECT_EQ(job.max_attempts, kDefaultMaxAttempts);
+  EXPECT_EQ(job.max_attempts, 25);
+  EXPECT_FALSE(job.lease_token.has_value());
+  EXPECT_FALSE(job.leased_by.has_value());
+  EXPECT_FALSE(job.lease_expires_at.has_value());
+  EXPECT_TIME_WITHIN(job.enqueued_at, before, after);
+  EXPECT_FALSE(job.started_at.has_value());
+  EXPECT_FALSE(job.finished_at.has_value());
+  EXPECT_FALSE(job.unique_key.has_value());
+  EXPECT_FALSE(job.last_error.has_value());
+  EXPECT_EQ(job.payload, "{\"to\":\"x\"}");
+}
+
+TEST_P(QueueTest, EnqueueKeepsPriorityMaxAttemptsAndUniqueKey) {
+  auto spec = new_job("mail");
+  spec.priority = 7;
+  spec.max_attempts = 3;
+  spec.unique_key = "invoice-42";
+  Job job = get(enqueue(spec));
+  EXPECT_EQ(job.priority, 7);
+  EXPECT_EQ(job.max_attempts, 3);
+  EXPECT_EQ(job.unique_key, std::optional<std::string>("invoice-42"));
+  EXPECT_EQ(job.state, JobState::kAvailable);
+}
+
+TEST_P(QueueTest, EnqueueWithDelaySetsRunAtThatFarInTheFuture) {
+  auto spec = new_job("mail");
+  spec.delay = std::chrono::hours(1);
+  TimePoint before = now();
+  JobId id = enqueue(spec);
+  TimePoint after = now();
+  Job job = get(id);
+  EXPECT_TIME_WITHIN(job.run_at, before + std::chrono::hours(1), after + std::chrono::hours(1));
+  EXPECT_TIME_WITHIN(job.enqueued_at, before, after);
+  EXPECT_EQ(job.state, JobState::kAvailable);
+}
+
+TEST_P(QueueTest, EnqueueWithRunAtStoresItToTheMicrosecond) {
+  TimePoint run_at = now() + std::chrono::hours(2) + std::chrono::microseconds(123457);
+  auto spec = new_job("mail");
+  spec.run_at = run_at;
+  Job job = get(enqueue(spec));
+  EXPECT_EQ(format_time(job.run_at), format_time(run_at));
+}
+
+TEST_P(QueueTest, EnqueueWithRunAtInThePastIsLeasableNow) {
+  auto spec = new_job("mail");
+  spec.run_at = now() - std::chrono::hours(24 * 365);
+  JobId id = enqueue(spec);
+  EXPECT_EQ(lease_one("mail").id, id);
+}
+
+TEST_P(QueueTest, EnqueueBatchReturnsOneIncreasingIdPerJobInOrder) {
+  std::vector<NewJob> jobs;
+  for (int i = 0; i < 50; ++i) {
+    auto spec = new_job(i % 3 ? "a" : "b", "job-" + std::to_string(i));
+    spec.priority = i;
+    jobs.push_back(spec);
+  }
+  TimePoint before = now();
+  auto enqueued = ok(q().enqueue_batch(jobs));
+  TimePoint after = now();
+  ASSERT_EQ(enqueued.size(), jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    EXPECT_TRUE(enqueued[i].inserted);
+    if (i > 0) {
+      EXPECT_GT(enqueued[i].id, enqueued[i - 1].id);
+    }
+    Job job = get(enqueued[i].id);
+    EXPECT_EQ(job.queue, jobs[i].queue);
+    EXPECT_EQ(job.payload, jobs[i].payload);
+    EXPECT_EQ(job.priority, jobs[i].priority);
+    EXPECT_EQ(job.state, JobState::kAvailable);
+    EXPECT_EQ(job.attempts, 0);
+    EXPECT_TIME_WITHIN(job.enqueued_at, before, after);
+  }
+}
+
+TEST_P(QueueTest, EnqueueBatchOfOneThousandArrivesWhole) {
+  std::vector<NewJob> jobs;
+  for (int i = 0; i < 1000; ++i) jobs.push_back(new_job("bulk", std::to_string(i)));
+  auto enqueued = ok(q().enqueue_batch(jobs));
+  ASSERT_EQ(enqueued.size(), 1000u);
+  auto stats = ok(q().stats("bulk"));
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].available, 1000);
+  std::set<JobId> ids;
+  for (const auto& e : enqueued) ids.insert(e.id);
+  EXPECT_EQ(ids.size(), 1000u);
+}
+
+TEST_P(QueueTest, ExtremePrioritiesAreStoredExactlyOrRejectedClearly) {
+  for (int priority :
+       {std::numeric_limits<int>::min(), -32769, 32768, std::numeric_limits<int>::max()}) {
+    auto spec = new_job("q");
+    spec.priority = priority;
+    auto enqueued = q().enqueue(spec);
+    if (enqueued) {
+      EXPECT_EQ(get(enqueued->id).priority, priority);
+    } else {
+      EXPECT_EQ(enqueued.error().code, ErrorCode::kInvalidArgument)
+          << priority << ": " << enqueued.error().message;
+    }
+  }
+}
+
+// --- unique keys ---
+
+NewJob keyed(std::string queue, std::string key, std::string payload = "payload") {
+  auto spec = new_job(std::move(queue), std::move(payload));
+  spec.unique_key = std::move(key);
+  return spec;
+}
+
+TEST_P(QueueTest, UniqueKeyDedupesWhileTheHolderIsAvailable) {
+  auto first = ok(q().enqueue(keyed("mail", "k", "first")));
+  auto second = ok(q().enqueue(keyed("mail", "k", "second")));
+  EXPECT_TRUE(first.inserted);
+  EXPECT_FALSE(second.inserted);
+  EXPECT_EQ(second.id, first.id);
+  EXPECT_EQ(all_jobs().size(), 1u);
+  EXPECT_EQ(get(first.id).payload, "first") << "the holder must not be overwritten";
+}
+
+TEST_P(QueueTest, UniqueKeyDedupesWhileTheHolderIsRunning) {
+  auto first = ok(q().enqueue(keyed("mail", "k")));
+  Job leased = lease_one("mail");
+  ASSERT_EQ(leased.id, first.id);
+  std::string before = dump(get(first.id));
+  auto second = ok(q().enqueue(keyed("mail", "k", "again")));
+  EXPECT_FALSE(second.inserted);
+  EXPECT_EQ(second.id, first.id);
+  EXPECT_EQ(dump(get(first.id)), before) << "the running holder must not change";
+  EXPECT_EQ(all_jobs().size(), 1u);
+}
+
+TEST_P(QueueTest, UniqueKeyDedupesWhileTheHolderIsScheduled) {
+  auto spec = keyed("mail", "k");
+  spec.delay = std::chrono::hours(1);
+  auto first = ok(q().enqueue(spec));
+  auto second = ok(q().enqueue(keyed("mail", "k")));
+  EXPECT_FALSE(second.inserted);
+  EXPECT_EQ(second.id, first.id);
+}
+
+TEST_P(QueueTest, UniqueKeyIsFreeAgainOnceTheHolderSucceeded) {
+  auto first = ok(q().enqueue(keyed("mail", "k")));
+  Job leased = lease_one("mail");
+  ok(q().complete(leased.id, *leased.lease_token));
+  auto second = ok(q().enqueue(keyed("mail", "k")));
+  EXPECT_TRUE(second.inserted);
+  EXPECT_GT(second.id, first.id);
+  EXPECT_EQ(get(second.id).state, JobState::kAvailable);
+  EXPECT_EQ(get(first.id).state, JobState::kSucceeded);
+}
+
+TEST_P(QueueTest, UniqueKeyIsFreeAgainOnceTheHolderIsDead) {
+  auto spec = keyed("mail", "k");
+  spec.max_attempts = 1;
+  auto first = ok(q().enqueue(spec));
+  Job leased = lease_one("mail");
+  EXPECT_EQ(ok(q().fail(leased.id, *leased.lease_token, "boom")), FailOutcome::kDead);
+  auto second = ok(q().enqueue(keyed("mail", "k")));
+  EXPECT_TRUE(second.inserted);
+  EXPECT_NE(second.id, first.id);
+}
+
+TEST_P(QueueTest, UniqueKeyIsFreeAgainOnceTheHolderIsCancelled) {
+  auto first = ok(q().enqueue(keyed("mail", "k")));
+  ok(q().cancel(std::vector<JobId>{first.id}));
+  auto second = ok(q().enqueue(keyed("mail", "k")));
+  EXPECT_TRUE(second.inserted);
+  EXPECT_NE(second.id, first.id);
+}
+
+TEST_P(QueueTest, UniqueKeyIsHeldPerQueue) {
+  auto a = ok(q().enqueue(keyed("a", "k")));
+  auto b = ok(q().enqueue(keyed("b", "k")));
+  EXPECT_TRUE(a.inserted);
+  EXPECT_TRUE(b.inserted);
+  EXPECT_NE(a.id, b.id);
+}
+
+TEST_P(QueueTest, UniqueKeyDoesNotDedupeJobsWithoutAKey) {
+  JobId a = enqueue("mail");
+  JobId b = enqueue("mail");
+  EXPECT_NE(a, b);
+}
+
+TEST_P(QueueTest, EnqueueBatchWithADuplicateKeyInsideItInsertsItOnce) {
+  std::vector<NewJob> jobs = {keyed("mail", "k", "one"), new_job("mail", "plain"),
+                              keyed("mail", "k", "two"), keyed("mail", "other", "three")};
+  auto enqueued = ok(q().enqueue_batch(jobs));
+  ASSERT_EQ(enqueued.size(), 4u);
+  EXPECT_TRUE(enqueued[0].inserted);
+  EXPECT_TRUE(enqueued[1].inserted);
+  EXPECT_FALSE(enqueued[2].inserted);
+  EXPECT_EQ(enqueued[2].id, enqueued[0].id);
+  EXPECT_TRUE(enqueued[3].inserted);
+  EXPECT_EQ(all_jobs().size(), 3u);
+  EXPECT_EQ(get(enqueued[0].id).payload, "one");
+}
+
+TEST_P(QueueTest, EnqueueBatchWithAKeyHeldByAnExistingJobReturnsThatJob) {
+  auto holder = ok(q().enqueue(keyed("mail", "k")));
+  std::vector<NewJob> jobs = {new_job("mail", "x"), keyed("mail", "k", "dup")};
+  auto enqueued = ok(q().enqueue_batch(jobs));
+  ASSERT_EQ(enqueued.size(), 2u);
+  EXPECT_TRUE(enqueued[0].inserted);
+  EXPECT_FALSE(enqueued[1].inserted);
+  EXPECT_EQ(enqueued[1].id, holder.id);
+  EXPECT_EQ(all_jobs().size(), 2u);
+}
+
+// --- payload bytes ---
+
+TEST_P(QueueTest, PayloadsWithNulAndInvalidUtf8RoundTripByteExact) {
+  using namespace std::string_literals;
+  const std::vector<std::string> payloads = {
+      "\0"s,           "a\0b\0\0c"s,        "\xff\xfe\xfd"s,
+      "\xc3\x28"s,     "\xed\xa0\x80"s,  // lone surrogate
+      "\x80"s,         "\xf4\x90\x80\x80"s, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"s,
+      "' OR 1=1; --"s, "\r\n\t\x01\x7f"s};
+  std::vector<JobId> ids;
+  for (const auto& payload : payloads) ids.push_back(enqueue("bytes", payload));
+  for (std::size_t i = 0; i < payloads.size(); ++i) {
+    EXPECT_EQ(get(ids[i]).payload, payloads[i]) << "get of payload " << i;
+  }
+  auto listed = all_jobs();
+  ASSERT_EQ(listed.size(), payloads.size());
+  for (std::size_t i = 0; i < payloads.size(); ++i) {
+    EXPECT_EQ(listed[i].payload, payloads[i]) << "list of payload " << i;
+  }
+  auto leased = lease("bytes", static_cast<int>(payloads.size()));
+  ASSERT_EQ(leased.size(), payloads.size());
+  for (std::size_t i = 0; i < payloads.size(); ++i) {
+    EXPECT_EQ(leased[i].payload, payloads[i]) << "lease of payload " << i;
+  }
+}
+
+TEST_P(QueueTest, PayloadsInABatchRoundTripByteExact) {
+  using namespace std::string_literals;
+  std::vector<NewJob> jobs = {new_job("bytes", "\0\xff"s), new_job("bytes", "x\0"s)};
+  auto enqueued = ok(q().enqueue_batch(jobs));
+  ASSERT_EQ(enqueued.size(), 2u);
+  EXPECT_EQ(get(enqueued[0].id).payload, "\0\xff"s);
+  EXPECT_EQ(get(enqueued[1].id).payload, "x\0"s);
+}
+
+TEST_P(QueueTest, AOneMebibytePayloadRoundTrips) {
+  std::string payload(1 << 20, '\0');
+  for (std::size_t i = 0; i < payload.size(); ++i) {
+    payload[i] = static_cast<char>((i * 2654435761u) >> 13);
+  }
+  JobId id = enqueue("big", payload);
+  EXPECT_TRUE(get(id).payload == payload) << "get changed the payload";
+  Job leased = lease_one("big");
+  EXPECT_EQ(leased.payload.size(), payload.size());
+  EXPECT_TRUE(leased.payload == payload) << "lease changed the payload";
+}
+
+TEST_P(QueueTest, EmptyPayloadRoundTrips) {
+  JobId id = enqueue("mail", "");
+  EXPECT_EQ(get(id).payload, "");
+}
+
+TEST_P(QueueTest, JobsOutliveTheHandleThatEnqueuedThem) {
+  JobId id = enqueue("mail", "durable");
+  Queue other = open_another();
+  auto job = ok(other.get(id));
+  EXPECT_EQ(job.payload, "durable");
+}
+
+TEST_P(QueueTest, InitIsIdempotent) {
+  int version = ok(q().init());
+  EXPECT_GE(version, 1);
+  EXPECT_EQ(ok(q().init()), version);
+  JobId id = enqueue("mail");
+  EXPECT_EQ(ok(q().init()), version);
+  EXPECT_EQ(get(id).state, JobState::kAvailable) << "init must not touch the jobs";
+}
+
+}  // namespace
+}  // namespace readpast::test
