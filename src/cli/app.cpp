@@ -1,0 +1,139 @@
+// cli/app.cpp — the command line as a whole: global options, the subcommands, parsing,
+// and turning every way a command can end into an exit code and one line on stderr.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <iostream>
+
+#include "cli/arguments.hpp"
+#include "cli/job_text.hpp"
+#include "cli/session.hpp"
+#include "readpast/version.hpp"
+
+namespace readpast::cli {
+namespace {
+
+constexpr const char* kFooter = R"(Database: --db URL, else $READPAST_DB, else sqlite:readpast.db.
+URLs: sqlite:PATH[?busy_timeout=MS&synchronous=normal], postgresql://USER@HOST/DB.
+DUR: 500ms, 30s, 5m, 2h, 7d, 1.5s, 1m30s. TIME: RFC 3339, e.g. 2026-11-22T10:00:00Z.
+
+Exit status: 0 success; 2 malformed command line (nothing was done);
+1 any other failure. The reason is one line on stderr, after "readpast: ".
+
+Run 'readpast COMMAND --help' for the options of a command.)";
+
+// CLI11's messages may span lines; the contract is one line.
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+void print_error(const std::string& message) {
+  std::cerr << "readpast: " << one_line(message) << std::endl;
+}
+
+// The subcommand named on the command line, found the way CLI11 would: the first word
+// that is not an option or the value of a global option.
+std::string first_word(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg(argv[i]);
+    if (arg == "--") return i + 1 < argc ? argv[i + 1] : "";
+    if (arg == "--db" || arg == "--max-payload") {
+      ++i;
+      continue;
+    }
+    if (!arg.starts_with("-")) return std::string(arg);
+  }
+  return {};
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  GlobalOptions global;
+  CLI::App app("readpast: a durable work queue in the database you already run.", "readpast");
+  app.set_version_flag("--version", std::string("readpast ") + kVersion, "Print the version");
+  app.set_help_flag("-h,--help", "Print this help");
+  app.require_subcommand(1);
+  // Global options are accepted after the subcommand too: readpast stats --db URL.
+  app.fallthrough();
+  app.footer(kFooter);
+  app.add_option("--db", global.db_url,
+                 "Database URL (default: $READPAST_DB, else sqlite:readpast.db)")
+      ->envname("READPAST_DB")
+      ->type_name("URL");
+  app.add_option("--max-payload", global.max_payload,
+                 "Largest payload accepted, e.g. 1MiB, 64KB (default: 16MiB)")
+      ->type_name("SIZE");
+  auto* verbose = app.add_flag("-v,--verbose", global.verbose, "Log more (debug lines)");
+  app.add_flag("-q,--quiet", global.quiet, "Log only warnings and errors")->excludes(verbose);
+
+  std::vector<Command> commands = {
+      add_init_command(app),  add_enqueue_command(app), add_work_command(app),
+      add_stats_command(app), add_list_command(app),    add_show_command(app),
+      add_retry_command(app), add_cancel_command(app),  add_purge_command(app),
+  };
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string word = first_word(argc, argv);
+    bool known = std::any_of(commands.begin(), commands.end(),
+                             [&](const Command& c) { return c.app->get_name() == word; });
+    if (!word.empty() && !known) {
+      print_error(fmt::format("unknown command '{}' (see 'readpast --help')",
+                              escape_for_terminal(word, 40)));
+    } else if (known) {
+      print_error(fmt::format("{} (see 'readpast {} --help')", e.what(), word));
+    } else {
+      print_error(fmt::format("{} (see 'readpast --help')", e.what()));
+    }
+    return kExitUsage;
+  }
+
+  if (global.db_url.empty()) global.db_url = std::string(kDefaultDatabaseUrl);
+  if (auto ok = check_database_url(global.db_url); !ok) {
+    print_error(ok.error().message);
+    return ok.error().exit_code;
+  }
+  std::size_t max_payload = QueueOptions{}.max_payload_bytes;
+  if (!global.max_payload.empty()) {
+    auto size = parse_size_arg("--max-payload", global.max_payload);
+    if (!size) {
+      print_error(size.error().message);
+      return size.error().exit_code;
+    }
+    max_payload = *size;
+  }
+
+  Session session(global.db_url, max_payload, global.quiet ? -1 : global.verbose);
+  for (auto& command : commands) {
+    if (!command.app->parsed()) continue;
+    CliStatus status;
+    try {
+      status = command.run(session);
+    } catch (const std::exception& e) {
+      status = fail_cli(failure(fmt::format("internal error: {}", e.what())));
+    }
+    if (!status) {
+      session.console().clear_status();
+      print_error(status.error().message);
+      return status.error().exit_code;
+    }
+    return kExitOk;
+  }
+  print_error("no command given (see 'readpast --help')");
+  return kExitUsage;
+}
+
+}  // namespace readpast::cli

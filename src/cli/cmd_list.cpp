@@ -1,0 +1,99 @@
+// readpast list — the jobs of a queue, oldest id first.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include "cli/arguments.hpp"
+#include "cli/job_json.hpp"
+#include "cli/job_text.hpp"
+#include "cli/output_table.hpp"
+#include "cli/session.hpp"
+
+namespace readpast::cli {
+namespace {
+
+constexpr int kMaxLimit = 10000;
+constexpr std::size_t kPreviewChars = 40;
+
+struct ListArgs {
+  std::string queue;
+  std::optional<std::string> state;
+  int limit = 100;
+  std::optional<JobId> after;
+  bool json = false;
+};
+
+CliStatus list(Session& session, const ListArgs& args) {
+  if (auto ok = check_queue_name(args.queue); !ok) return ok;
+  ListRequest request;
+  request.queue = args.queue;
+  request.limit = args.limit;
+  request.after_id = args.after;
+  if (args.state) {
+    auto state = parse_state_arg("--state", *args.state,
+                                 {JobState::kAvailable, JobState::kRunning, JobState::kSucceeded,
+                                  JobState::kDead, JobState::kCancelled});
+    if (!state) return fail_cli(state.error());
+    request.state = *state;
+  }
+  auto queue = session.open();
+  if (!queue) return fail_cli(queue.error());
+  auto jobs = queue->list(request);
+  if (!jobs) return fail_cli(failure(jobs.error()));
+
+  if (args.json) {
+    auto array = nlohmann::ordered_json::array();
+    for (const auto& job : *jobs) array.push_back(job_to_json(job));
+    session.console().write_stdout(dump_json(array));
+    return {};
+  }
+  using Align = Table::Align;
+  Table table({{"ID", Align::kRight},
+               {"STATE"},
+               {"PRIORITY", Align::kRight},
+               {"ATTEMPTS", Align::kRight},
+               {"RUN AT"},
+               {"PAYLOAD"},
+               {"LAST ERROR"}});
+  const auto now = std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now());
+  for (const auto& job : *jobs) {
+    table.add_row({std::to_string(job.id), display_state(job, now), std::to_string(job.priority),
+                   fmt::format("{}/{}", job.attempts, job.max_attempts), short_time(job.run_at),
+                   escape_for_terminal(job.payload, kPreviewChars),
+                   job.last_error ? escape_for_terminal(*job.last_error, kPreviewChars) : ""});
+  }
+  session.console().write_stdout(table.render());
+  if (static_cast<int>(jobs->size()) == args.limit) {
+    session.log().info("showing the first {} job(s); for the next ones: --after {}", args.limit,
+                       jobs->back().id);
+  }
+  return {};
+}
+
+}  // namespace
+
+Command add_list_command(CLI::App& parent) {
+  auto args = std::make_shared<ListArgs>();
+  auto* app = parent.add_subcommand(
+      "list",
+      "List the jobs of QUEUE in id order. The STATE column shows 'scheduled' for available "
+      "jobs not due yet and 'retrying' for available jobs that failed before.");
+  app->add_option("QUEUE", args->queue, "Queue name")->required();
+  app->add_option("--state", args->state,
+                  "Only jobs in this stored state: available, running, succeeded, dead, "
+                  "cancelled")
+      ->type_name("STATE");
+  app->add_option("--limit", args->limit, "At most N jobs (default: 100)")
+      ->type_name("N")
+      ->check(CLI::Range(1, kMaxLimit));
+  app->add_option("--after", args->after, "Only jobs with an id greater than ID (paging)")
+      ->type_name("ID");
+  app->add_flag("--json", args->json,
+                "Print a JSON array of jobs with every column (see 'readpast show --help')");
+  return {app, [args](Session& session) { return list(session, *args); }};
+}
+
+}  // namespace readpast::cli

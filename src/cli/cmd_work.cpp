@@ -1,0 +1,198 @@
+// readpast work — runs the jobs of a queue as shell commands until stopped or drained.
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <optional>
+
+#include "cli/arguments.hpp"
+#include "cli/job_text.hpp"
+#include "cli/progress.hpp"
+#include "cli/session.hpp"
+#include "cli/signal_watcher.hpp"
+#include "worker/exec_handler.hpp"
+#include "worker/runtime.hpp"
+
+namespace readpast::cli {
+namespace {
+
+constexpr int kMaxConcurrency = 1024;
+constexpr auto kMinLease = std::chrono::seconds(1);
+// Leaves room for the "/slotN" suffix within the library's limit on leased_by.
+constexpr std::size_t kMaxWorkerIdBytes = 200;
+
+struct WorkArgs {
+  std::string queue;
+  std::string command;
+  int concurrency = 1;
+  std::string lease = "30s";
+  std::optional<std::string> timeout;
+  std::string grace = "30s";
+  bool drain = false;
+  std::optional<std::string> worker_id;
+  std::optional<std::string> backoff_base;
+  std::optional<std::string> backoff_cap;
+  bool no_progress = false;
+};
+
+std::string default_worker_id() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') {
+    std::snprintf(host, sizeof host, "localhost");
+  }
+  return fmt::format("{}/{}", host, ::getpid());
+}
+
+struct WorkPlan {
+  worker::RuntimeOptions runtime;
+  std::optional<Backoff> backoff;
+};
+
+CliResult<WorkPlan> plan(const WorkArgs& args) {
+  WorkPlan plan;
+  worker::RuntimeOptions& o = plan.runtime;
+  if (auto ok = check_queue_name(args.queue); !ok) return fail_cli(ok.error());
+  o.queue = args.queue;
+  if (args.command.empty()) return fail_cli(usage_error("--exec: the command is empty"));
+  o.concurrency = args.concurrency;
+  auto lease = parse_duration_arg("--lease", args.lease);
+  if (!lease) return fail_cli(lease.error());
+  if (*lease < kMinLease) return fail_cli(usage_error("--lease: must be at least 1s"));
+  o.lease_duration = *lease;
+  if (args.timeout) {
+    auto timeout = parse_positive_duration_arg("--timeout", *args.timeout);
+    if (!timeout) return fail_cli(timeout.error());
+    o.timeout = *timeout;
+  }
+  auto grace = parse_duration_arg("--grace", args.grace);
+  if (!grace) return fail_cli(grace.error());
+  o.grace = *grace;
+  o.drain = args.drain;
+  o.worker_id = args.worker_id ? *args.worker_id : default_worker_id();
+  if (o.worker_id.empty() || o.worker_id.size() > kMaxWorkerIdBytes) {
+    return fail_cli(
+        usage_error(fmt::format("--worker-id: must be 1 to {} bytes long", kMaxWorkerIdBytes)));
+  }
+  if (args.backoff_base || args.backoff_cap) {
+    Backoff backoff;
+    if (args.backoff_base) {
+      auto base = parse_positive_duration_arg("--backoff-base", *args.backoff_base);
+      if (!base) return fail_cli(base.error());
+      backoff.base = *base;
+    }
+    if (args.backoff_cap) {
+      auto cap = parse_positive_duration_arg("--backoff-cap", *args.backoff_cap);
+      if (!cap) return fail_cli(cap.error());
+      backoff.cap = *cap;
+    }
+    if (backoff.cap < backoff.base) {
+      if (args.backoff_cap) {
+        return fail_cli(usage_error("--backoff-cap: must not be less than --backoff-base"));
+      }
+      backoff.cap = backoff.base;
+    }
+    plan.backoff = backoff;
+  }
+  return plan;
+}
+
+CliStatus work(Session& session, const WorkArgs& args) {
+  auto planned = plan(args);
+  if (!planned) return fail_cli(planned.error());
+  session.use_worker_log_style();
+
+  // Commands may exit without reading their stdin: writing to them must give EPIPE, not
+  // kill the worker. (Commands get SIGPIPE back at its default; see child_process.hpp.)
+  ::signal(SIGPIPE, SIG_IGN);
+  // Before any thread exists, so that every thread inherits the blocked signals.
+  SignalWatcher signals;
+  if (auto ok = signals.status(); !ok) return ok;
+
+  QueueOptions queue_options;
+  if (planned->backoff) queue_options.backoff = *planned->backoff;
+  auto queue = session.open(std::move(queue_options));
+  if (!queue) return fail_cli(queue.error());
+
+  Console& console = session.console();
+  worker::ExecOptions exec;
+  exec.command = args.command;
+  // So that `readpast enqueue` inside the command reaches the same database.
+  exec.extra_env.push_back("READPAST_DB=" + session.db_url());
+  exec.stdout_sink = [&console](std::string_view bytes) { console.write_stdout(bytes); };
+  exec.stderr_sink = [&console](std::string_view bytes) { console.write_stderr(bytes); };
+
+  worker::RuntimeOptions runtime_options = std::move(planned->runtime);
+  runtime_options.logger = session.library_logger();
+  const std::string worker_id = runtime_options.worker_id;
+  const int slots = runtime_options.concurrency;
+  worker::Runtime runtime(*queue, std::move(runtime_options), worker::ExecHandler(std::move(exec)));
+
+  session.log().info("worker {} on queue {} of {}: {} slot(s), running: {}", worker_id, args.queue,
+                     session.printable_db_url(), slots, escape_for_terminal(args.command, 200));
+  signals.start([&runtime](int) { runtime.request_stop(); });
+  std::optional<ProgressLine> progress;
+  if (!args.no_progress && console.stderr_is_terminal()) {
+    progress.emplace(console, [&runtime] { return runtime.counters(); });
+  }
+
+  Status result = runtime.run();
+
+  progress.reset();
+  signals.stop();
+  auto totals = runtime.counters();
+  session.log().info("stopped: {} done, {} failed ({} dead), {} released, {} lost",
+                     totals.succeeded, totals.failed, totals.dead, totals.released, totals.lost);
+  if (!result) return fail_cli(failure(result.error()));
+  return {};
+}
+
+}  // namespace
+
+Command add_work_command(CLI::App& parent) {
+  auto args = std::make_shared<WorkArgs>();
+  auto* app = parent.add_subcommand(
+      "work",
+      "Run the jobs of QUEUE: each one as '/bin/sh -c CMD', with the payload on its stdin "
+      "(never on its command line) and READPAST_JOB_ID, READPAST_QUEUE, READPAST_ATTEMPT "
+      "(from 1), READPAST_LEASE_TOKEN and READPAST_DB in its environment. Exit 0 completes "
+      "the job; another exit status, death by a signal or --timeout fails it, with the last "
+      "4 KiB of its stderr as last_error; a failed job is retried with backoff until its "
+      "attempts are spent, then it is dead. Leases are extended while commands run; a job "
+      "cancelled meanwhile has its command killed. SIGTERM/SIGINT: stop leasing, let "
+      "running commands finish within --grace, then kill them and release their jobs (no "
+      "attempt spent) and exit 0; a second signal skips the grace period.");
+  app->add_option("QUEUE", args->queue, "Queue to work on")->required();
+  app->add_option("--exec", args->command, "Shell command to run for each job")
+      ->required()
+      ->type_name("CMD");
+  app->add_option("--concurrency", args->concurrency, "Jobs run at once (default: 1)")
+      ->type_name("N")
+      ->check(CLI::Range(1, kMaxConcurrency));
+  app->add_option("--lease", args->lease,
+                  "Lease length, extended every third of it while a job runs (default: 30s)")
+      ->type_name("DUR");
+  app->add_option("--timeout", args->timeout,
+                  "Kill a command (its whole process group) that runs longer, and fail the job")
+      ->type_name("DUR");
+  app->add_option("--grace", args->grace,
+                  "At SIGTERM/SIGINT, how long running commands may finish (default: 30s)")
+      ->type_name("DUR");
+  app->add_flag("--drain", args->drain,
+                "Exit once the queue holds no available (even scheduled or retrying) and no "
+                "running job");
+  app->add_option("--worker-id", args->worker_id,
+                  "Name in leased_by, with '/slotN' appended (default: HOST/PID)")
+      ->type_name("ID");
+  app->add_option("--backoff-base", args->backoff_base,
+                  "Delay before the first retry, doubling each time (default: 1s)")
+      ->type_name("DUR");
+  app->add_option("--backoff-cap", args->backoff_cap, "Longest delay between retries (default: 1h)")
+      ->type_name("DUR");
+  app->add_flag("--no-progress", args->no_progress,
+                "No live progress line (shown only when stderr is a terminal)");
+  return {app, [args](Session& session) { return work(session, *args); }};
+}
+
+}  // namespace readpast::cli

@@ -1,0 +1,33 @@
+// cli/job_json.hpp — the JSON that `list --json`, `show --json` and `stats --json` print.
+// Field names are the column names of DESIGN.md: a contract for scripts.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "readpast/job.hpp"
+#include "readpast/options.hpp"
+
+namespace readpast::cli {
+
+// Every column; times as RFC 3339 (UTC), absent values as null; the payload as text when
+// it is valid UTF-8, else base64, said by "payload_encoding": "utf8" | "base64".
+nlohmann::ordered_json job_to_json(const Job& job);
+
+// {"queues": {"NAME": {"available": n, "scheduled": n, "running": n, "succeeded": n,
+//  "dead": n, "cancelled": n, "oldest_available_age_s": x}}}
+nlohmann::ordered_json stats_to_json(const std::vector<QueueStats>& stats);
+
+// Serializes for printing; text that is not valid UTF-8 (say, a last_error written by
+// another client) is replaced rather than aborting the output.
+std::string dump_json(const nlohmann::ordered_json& value);
+
+// RFC 4648 base64 with padding.
+std::string base64_encode(std::string_view bytes);
+
+}  // namespace readpast::cli

@@ -1,0 +1,234 @@
+#include "worker/exec_handler.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdint>
+#include <optional>
+
+#include "worker/child_process.hpp"
+#include "worker/tail_buffer.hpp"
+#include "worker/unique_fd.hpp"
+
+extern char** environ;
+
+namespace readpast::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t kChunk = 64 * 1024;
+// Without a pidfd, how often to look whether the command has exited.
+constexpr auto kExitPollInterval = std::chrono::milliseconds(50);
+// After the command exited and its group was killed, how long to wait for the end of its
+// output (only something that left the group, e.g. with setsid, can hold a pipe open).
+constexpr auto kOutputDrainLimit = std::chrono::seconds(1);
+
+constexpr std::array<std::string_view, 4> kJobVariables = {
+    "READPAST_JOB_ID", "READPAST_QUEUE", "READPAST_ATTEMPT", "READPAST_LEASE_TOKEN"};
+
+std::string_view variable_name(std::string_view entry) {
+  return entry.substr(0, entry.find('='));
+}
+
+void write_to_fd(int fd, std::string_view bytes) {
+  // A closed stdout (EPIPE) must not stop the job: the output is dropped.
+  (void)write_all(fd, bytes.data(), bytes.size());
+}
+
+int poll_timeout_ms(std::optional<Clock::time_point> deadline) {
+  if (!deadline) return -1;
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now());
+  return static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, 60'000));
+}
+
+// One output pipe of the command: forwarded to a sink, optionally also kept in a tail.
+struct OutputStream {
+  UniqueFd fd;
+  const OutputSink* sink;
+  TailBuffer* tail;  // may be null
+
+  // Reads what is there. Returns false once the stream has ended (and closes it).
+  bool read_some(std::vector<char>& buffer) {
+    for (;;) {
+      ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
+      if (n > 0) {
+        std::string_view bytes(buffer.data(), static_cast<std::size_t>(n));
+        (*sink)(bytes);
+        if (tail != nullptr) tail->append(bytes);
+        return true;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+      fd.reset();  // EOF or an error: either way nothing more will come
+      return false;
+    }
+  }
+};
+
+}  // namespace
+
+ExecHandler::ExecHandler(ExecOptions options) : options_(std::move(options)) {
+  if (!options_.stdout_sink) options_.stdout_sink = [](std::string_view b) { write_to_fd(1, b); };
+  if (!options_.stderr_sink) options_.stderr_sink = [](std::string_view b) { write_to_fd(2, b); };
+  auto overridden = [&](std::string_view name) {
+    if (std::find(kJobVariables.begin(), kJobVariables.end(), name) != kJobVariables.end()) {
+      return true;
+    }
+    return std::any_of(options_.extra_env.begin(), options_.extra_env.end(),
+                       [&](const std::string& e) { return variable_name(e) == name; });
+  };
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    std::string_view text(*entry);
+    if (!overridden(variable_name(text))) base_env_.emplace_back(text);
+  }
+}
+
+std::vector<std::string> ExecHandler::environment_for(const Job& job) const {
+  std::vector<std::string> env = base_env_;
+  env.insert(env.end(), options_.extra_env.begin(), options_.extra_env.end());
+  env.push_back("READPAST_JOB_ID=" + std::to_string(job.id));
+  env.push_back("READPAST_QUEUE=" + job.queue);
+  env.push_back("READPAST_ATTEMPT=" + std::to_string(job.attempts));
+  env.push_back("READPAST_LEASE_TOKEN=" + (job.lease_token ? job.lease_token->hex() : ""));
+  return env;
+}
+
+HandlerOutcome ExecHandler::operator()(JobContext& context) const {
+  if (context.stop.stop_requested()) return HandlerOutcome::aborted();
+
+  // Wakes the poll loop below when the stop token fires (from another thread).
+  UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake) return HandlerOutcome::failed(errno_message("cannot run command: eventfd", errno));
+  std::stop_callback on_stop(context.stop, [fd = wake.get()] {
+    std::uint64_t one = 1;
+    (void)::write(fd, &one, sizeof one);
+  });
+
+  auto stdin_pipe = make_pipe();
+  auto stdout_pipe = make_pipe();
+  auto stderr_pipe = make_pipe();
+  if (!stdin_pipe || !stdout_pipe || !stderr_pipe) {
+    const Error& e = !stdin_pipe    ? stdin_pipe.error()
+                     : !stdout_pipe ? stdout_pipe.error()
+                                    : stderr_pipe.error();
+    return HandlerOutcome::failed("cannot run command: " + e.message);
+  }
+  auto child = ChildProcess::spawn(SpawnRequest{
+      .path = "/bin/sh",
+      .argv = {"sh", "-c", options_.command},
+      .env = environment_for(context.job),
+      .stdin_fd = stdin_pipe->read_end.get(),
+      .stdout_fd = stdout_pipe->write_end.get(),
+      .stderr_fd = stderr_pipe->write_end.get(),
+  });
+  // The child holds its own copies now; ours would keep its stdin open and its output
+  // from ever reaching end-of-file.
+  stdin_pipe->read_end.reset();
+  stdout_pipe->write_end.reset();
+  stderr_pipe->write_end.reset();
+  if (!child) return HandlerOutcome::failed("cannot run command: " + child.error().message);
+
+  UniqueFd stdin_fd = std::move(stdin_pipe->write_end);
+  TailBuffer tail(options_.stderr_tail_bytes);
+  OutputStream out{std::move(stdout_pipe->read_end), &options_.stdout_sink, nullptr};
+  OutputStream err{std::move(stderr_pipe->read_end), &options_.stderr_sink, &tail};
+  for (int fd : {stdin_fd.get(), out.fd.get(), err.fd.get()}) {
+    if (auto ok = set_nonblocking(fd); !ok) {
+      return HandlerOutcome::failed("cannot run command: " + ok.error().message);
+    }
+  }
+
+  std::string_view payload = context.job.payload;
+  if (payload.empty()) stdin_fd.reset();
+  std::vector<char> buffer(kChunk);
+  bool stopping = false;                         // we signalled the group
+  std::optional<Clock::time_point> escalate_at;  // when SIGTERM becomes SIGKILL
+
+  for (;;) {
+    if (!stopping && context.stop.stop_requested()) {
+      stopping = true;
+      child->signal_group(SIGTERM);
+      escalate_at = Clock::now() + options_.kill_wait;
+      stdin_fd.reset();
+    }
+    if (escalate_at && Clock::now() >= *escalate_at) {
+      child->signal_group(SIGKILL);
+      escalate_at.reset();
+    }
+    if (child->has_exited()) break;
+
+    std::array<pollfd, 5> fds{};
+    nfds_t count = 0;
+    auto watch = [&](int fd, short events) -> pollfd* {
+      if (fd < 0) return nullptr;
+      fds[count] = pollfd{fd, events, 0};
+      return &fds[count++];
+    };
+    pollfd* in_poll = watch(stdin_fd.get(), POLLOUT);
+    pollfd* out_poll = watch(out.fd.get(), POLLIN);
+    pollfd* err_poll = watch(err.fd.get(), POLLIN);
+    watch(child->exit_fd(), POLLIN);
+    pollfd* wake_poll = watch(wake.get(), POLLIN);
+    std::optional<Clock::time_point> deadline = escalate_at;
+    if (child->exit_fd() < 0) {
+      auto next_check = Clock::now() + kExitPollInterval;
+      deadline = deadline ? std::min(*deadline, next_check) : next_check;
+    }
+    int rc = ::poll(fds.data(), count, poll_timeout_ms(deadline));
+    if (rc < 0 && errno != EINTR) {
+      return HandlerOutcome::failed(errno_message("cannot run command: poll", errno));
+    }
+    if (rc <= 0) continue;
+
+    if (wake_poll->revents != 0) {
+      std::uint64_t ignored;
+      (void)::read(wake.get(), &ignored, sizeof ignored);
+    }
+    if (in_poll != nullptr && in_poll->revents != 0) {
+      ssize_t n = ::write(stdin_fd.get(), payload.data(), std::min(payload.size(), kChunk));
+      if (n > 0) {
+        payload.remove_prefix(static_cast<std::size_t>(n));
+        if (payload.empty()) stdin_fd.reset();  // end of input for the command
+      } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        stdin_fd.reset();  // EPIPE: the command does not read the rest, which is its right
+      }
+    }
+    if (out_poll != nullptr && out_poll->revents != 0) out.read_some(buffer);
+    if (err_poll != nullptr && err_poll->revents != 0) err.read_some(buffer);
+  }
+
+  // The leader has exited. Anything it left behind in its group goes too; the leader is
+  // still unreaped, so the group id cannot belong to anyone else yet.
+  child->signal_group(SIGKILL);
+  const int status = child->reap();
+  stdin_fd.reset();
+  const auto drain_until = Clock::now() + kOutputDrainLimit;
+  while ((out.fd || err.fd) && Clock::now() < drain_until) {
+    std::array<pollfd, 2> fds{};
+    nfds_t count = 0;
+    if (out.fd) fds[count++] = pollfd{out.fd.get(), POLLIN, 0};
+    if (err.fd) fds[count++] = pollfd{err.fd.get(), POLLIN, 0};
+    int rc = ::poll(fds.data(), count, poll_timeout_ms(drain_until));
+    if (rc < 0 && errno != EINTR) break;
+    for (nfds_t i = 0; i < count; ++i) {
+      if (fds[i].revents == 0) continue;
+      (fds[i].fd == out.fd.get() ? out : err).read_some(buffer);
+    }
+  }
+
+  std::string tail_text = tail.text();
+  if (stopping) return HandlerOutcome::aborted(std::move(tail_text));
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return HandlerOutcome::succeeded();
+  std::string error = describe_wait_status(status);
+  if (!tail_text.empty()) error += ": " + tail_text;
+  return HandlerOutcome::failed(std::move(error));
+}
+
+}  // namespace readpast::worker

@@ -1,0 +1,29 @@
+#include "worker/outage_log.hpp"
+
+#include <string>
+
+namespace readpast::worker {
+
+void OutageLog::failed(std::string_view what, const Error& error) {
+  {
+    std::lock_guard lock(mu_);
+    if (in_outage_.load(std::memory_order_relaxed)) return;
+    in_outage_.store(true, std::memory_order_relaxed);
+  }
+  if (logger_) {
+    logger_(LogLevel::kWarn, "database unavailable (" + std::string(what) + ": " + error.message +
+                                 "); retrying until it is back");
+  }
+}
+
+void OutageLog::recovered() {
+  if (!in_outage_.load(std::memory_order_relaxed)) return;
+  {
+    std::lock_guard lock(mu_);
+    if (!in_outage_.load(std::memory_order_relaxed)) return;
+    in_outage_.store(false, std::memory_order_relaxed);
+  }
+  if (logger_) logger_(LogLevel::kInfo, "database available again");
+}
+
+}  // namespace readpast::worker
