@@ -161,6 +161,14 @@ std::string CheckReport::summary(std::size_t max_violations) const {
       << " reclaimed from killed processes, " << unrecorded_completions
       << " completions a killed process did not record; leases per job:";
   for (const auto& [count, n] : leases_per_job) out << " " << count << "x" << n;
+  auto ms = [](Duration d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  };
+  out << "; slowest lease call " << ms(slowest_lease_call) << " ms, slowest complete call "
+      << ms(slowest_complete_call) << " ms, " << calls_over_1s << " calls over 1 s";
+  for (std::size_t i = 0; i < rejections.size() && i < max_violations; ++i) {
+    out << "\n  rejected: " << rejections[i];
+  }
   out << "\n" << violations.size() << " violations";
   for (std::size_t i = 0; i < violations.size() && i < max_violations; ++i) {
     out << "\n  " << violations[i];
@@ -203,6 +211,20 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
 
   std::map<JobId, JobEvents> by_job;
   std::set<std::string> tokens_seen;
+  std::set<std::pair<std::string, std::int64_t>> calls_seen;  // one batch call, many events
+  auto timed = [&](const std::string& worker, TimePoint start, TimePoint end, Duration& slowest) {
+    slowest = std::max(slowest, end - start);
+    if (end - start > std::chrono::seconds(1) &&
+        calls_seen.insert({worker, to_micros(start)}).second) {
+      ++report.calls_over_1s;
+    }
+  };
+  for (const auto& lease : history.leases) {
+    timed(lease.worker, lease.t_lease_start, lease.t_lease_end, report.slowest_lease_call);
+  }
+  for (const auto& c : history.completions) {
+    timed(c.worker, c.t_start, c.t, report.slowest_complete_call);
+  }
   for (const auto& lease : history.leases) {
     ++report.leases;
     by_job[lease.job].leases.push_back(&lease);
@@ -267,6 +289,18 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
                     " after its completion was accepted at " + t(c->t));
         }
       }
+    }
+
+    for (const auto* c : events.completions) {
+      if (c->accepted || report.rejections.size() >= 10) continue;
+      auto it = lease_of_token.find(c->token);
+      std::string text = job + ": completion by " + c->worker + " called at " + t(c->t_start) +
+                         ", returned at " + t(c->t) + ", rejected (" + c->error + ")";
+      if (it != lease_of_token.end()) {
+        text += "; its lease was granted in [" + t(it->second->t_lease_start) + ", " +
+                t(it->second->t_lease_end) + "] and expired at " + t(it->second->lease_expires_at);
+      }
+      report.rejections.push_back(std::move(text));
     }
 
     // No two leases valid at once. Lease j ended no earlier than its expiry, or than the

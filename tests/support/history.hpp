@@ -116,6 +116,15 @@ struct CheckReport {
   // Succeeded jobs whose accepted completion a killed process did not get to record.
   std::int64_t unrecorded_completions = 0;
 
+  // How long the workers' calls took (wall clock), the slowest of each kind, and how many
+  // calls took over a second: a lease shorter than that can expire before its completion.
+  Duration slowest_lease_call{0};
+  Duration slowest_complete_call{0};
+  std::int64_t calls_over_1s = 0;
+  // The first few rejected completions, described (not violations: a lease may expire
+  // before its worker completes, and then fencing must reject the late completion).
+  std::vector<std::string> rejections;
+
   bool ok() const { return violations.empty(); }
   // Counts and up to `max_violations` violations, for a test's failure message.
   std::string summary(std::size_t max_violations = 25) const;

@@ -1,0 +1,211 @@
+// mp_worker: one worker process of the multi-process tests.
+//
+//   mp_worker --url URL --queue Q --name P --history FILE
+//             [--threads T] [--batch N] [--lease-ms MS] [--exec-us US]
+//             [--complete batch|single|mixed]
+//
+// Runs T threads that lease up to N jobs at a time (lease of MS), "execute" each (sleep US
+// microseconds), and complete them: all in one complete_batch call, one complete call each,
+// or (mixed, the default) the one or the other on alternate threads. Every lease and every
+// completion goes to FILE as it happens (see support/history.hpp). Exits 0 once the queue
+// holds no available and no running job, 1 on an unexpected error, 2 on a bad command line.
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "readpast/readpast.hpp"
+#include "support/history.hpp"
+
+namespace readpast::test {
+namespace {
+
+struct Config {
+  std::string url;
+  std::string queue;
+  std::string name;
+  std::string history;
+  int threads = 4;
+  int batch = 16;
+  Duration lease = std::chrono::seconds(30);
+  Duration exec = Duration::zero();
+  std::string complete = "mixed";
+};
+
+bool parse(int argc, char** argv, Config& config) {
+  std::map<std::string, std::string> args;
+  for (int i = 1; i + 1 < argc; i += 2) args[argv[i]] = argv[i + 1];
+  if (argc % 2 != 1) return false;
+  auto take = [&](const char* key, std::string& out) {
+    auto it = args.find(key);
+    if (it == args.end()) return false;
+    out = it->second;
+    args.erase(it);
+    return true;
+  };
+  if (!take("--url", config.url) || !take("--queue", config.queue) ||
+      !take("--name", config.name) || !take("--history", config.history)) {
+    return false;
+  }
+  std::string value;
+  if (take("--threads", value)) config.threads = std::stoi(value);
+  if (take("--batch", value)) config.batch = std::stoi(value);
+  if (take("--lease-ms", value)) config.lease = std::chrono::milliseconds(std::stoll(value));
+  if (take("--exec-us", value)) config.exec = std::chrono::microseconds(std::stoll(value));
+  take("--complete", config.complete);
+  const bool known_mode =
+      config.complete == "batch" || config.complete == "single" || config.complete == "mixed";
+  return args.empty() && config.threads > 0 && config.batch > 0 && known_mode;
+}
+
+[[noreturn]] void die(const std::string& why) {
+  std::fprintf(stderr, "mp_worker: %s\n", why.c_str());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+struct Counters {
+  std::atomic<std::int64_t> leased{0};
+  std::atomic<std::int64_t> completed{0};
+  std::atomic<std::int64_t> rejected{0};
+  std::atomic<std::int64_t> busy{0};  // calls answered kUnavailable (and retried)
+};
+
+// Retries a call while the database reports itself busy (up to 200 times, 5 ms apart).
+template <class F>
+auto retry_busy(Counters& counters, F&& call) {
+  for (int attempt = 0;; ++attempt) {
+    auto result = call();
+    if (result || !result.error().is_unavailable() || attempt >= 200) return result;
+    ++counters.busy;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+void record_completion(const Config& config, const std::string& worker, const LeasedRef& ref,
+                       bool accepted, TimePoint t_start, TimePoint t_end, HistoryWriter& history,
+                       Counters& counters) {
+  CompleteEvent event;
+  event.job = ref.id;
+  event.token = ref.token.hex();
+  event.process = config.name;
+  event.worker = worker;
+  event.accepted = accepted;
+  if (!accepted) event.error = "lease_lost";
+  event.t_start = t_start;
+  event.t = t_end;
+  history.record(event);
+  ++(accepted ? counters.completed : counters.rejected);
+}
+
+void work(const Config& config, int thread, Queue& queue, HistoryWriter& history,
+          Counters& counters) {
+  const std::string worker = config.name + "/t" + std::to_string(thread);
+  while (true) {
+    LeaseRequest request{config.queue, worker, config.batch, config.lease};
+    TimePoint t_start = wall_now();
+    auto leased = queue.lease(request);
+    TimePoint t_end = wall_now();
+    if (!leased) {
+      if (leased.error().is_unavailable()) {
+        ++counters.busy;
+        continue;
+      }
+      die(worker + ": lease: " + leased.error().message);
+    }
+    if (leased->empty()) {
+      auto stats = retry_busy(counters, [&] { return queue.stats(config.queue); });
+      if (!stats) die(worker + ": stats: " + stats.error().message);
+      std::int64_t pending = 0;
+      for (const auto& s : *stats) pending += s.available + s.running;
+      if (pending == 0) return;
+      // Jobs remain (scheduled, or leased by others and maybe coming back on expiry).
+      auto woken = queue.wait_for_work(config.queue, std::chrono::milliseconds(100));
+      if (!woken && !woken.error().is_unavailable()) {
+        die(worker + ": wait_for_work: " + woken.error().message);
+      }
+      continue;
+    }
+    std::vector<LeasedRef> refs;
+    for (const auto& job : *leased) {
+      LeaseEvent event;
+      event.job = job.id;
+      event.token = job.lease_token ? job.lease_token->hex() : "";
+      event.process = config.name;
+      event.worker = worker;
+      event.attempt = job.attempts;
+      event.t_lease_start = t_start;
+      event.t_lease_end = t_end;
+      event.lease_expires_at = job.lease_expires_at.value_or(TimePoint{});
+      history.record(event);
+      refs.push_back({job.id, job.lease_token.value_or(LeaseToken{})});
+    }
+    counters.leased += static_cast<std::int64_t>(refs.size());
+    // "Execute" them.
+    if (config.exec > Duration::zero()) std::this_thread::sleep_for(config.exec * refs.size());
+    const bool single =
+        config.complete == "single" || (config.complete == "mixed" && thread % 2 == 1);
+    if (single) {
+      for (const auto& ref : refs) {
+        TimePoint c_start = wall_now();
+        auto status = retry_busy(counters, [&] { return queue.complete(ref.id, ref.token); });
+        TimePoint c_end = wall_now();
+        if (!status && !status.error().is_lease_lost()) {
+          die(worker + ": complete: " + status.error().message);
+        }
+        record_completion(config, worker, ref, status.has_value(), c_start, c_end, history,
+                          counters);
+      }
+    } else {
+      TimePoint c_start = wall_now();
+      auto held = retry_busy(counters, [&] { return queue.complete_batch(refs); });
+      TimePoint c_end = wall_now();
+      if (!held) die(worker + ": complete_batch: " + held.error().message);
+      if (held->size() != refs.size()) die(worker + ": complete_batch answered the wrong count");
+      for (std::size_t i = 0; i < refs.size(); ++i) {
+        record_completion(config, worker, refs[i], (*held)[i], c_start, c_end, history, counters);
+      }
+    }
+  }
+}
+
+int run(int argc, char** argv) {
+  Config config;
+  if (!parse(argc, argv, config)) {
+    std::fprintf(stderr,
+                 "usage: mp_worker --url URL --queue Q --name P --history FILE [--threads T] "
+                 "[--batch N] [--lease-ms MS] [--exec-us US] [--complete batch|single|mixed]\n");
+    return 2;
+  }
+  HistoryWriter history(config.history);
+  auto opened = Queue::open(config.url);
+  if (!opened) die("open: " + opened.error().message);
+  Queue& queue = *opened;
+  Counters counters;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < config.threads; ++t) {
+    threads.emplace_back([&, t] { work(config, t, queue, history, counters); });
+  }
+  for (auto& thread : threads) thread.join();
+  std::fprintf(stderr, "mp_worker %s: leased %lld, completed %lld, lease lost on %lld, busy %lld\n",
+               config.name.c_str(), static_cast<long long>(counters.leased.load()),
+               static_cast<long long>(counters.completed.load()),
+               static_cast<long long>(counters.rejected.load()),
+               static_cast<long long>(counters.busy.load()));
+  return 0;
+}
+
+}  // namespace
+}  // namespace readpast::test
+
+int main(int argc, char** argv) {
+  try {
+    return readpast::test::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mp_worker: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,330 @@
+// Many worker processes (mp_worker) drain one database; every job's history is checked
+// (support/history.hpp), not just a count. Run against every engine of support/engines.cpp.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "readpast/readpast.hpp"
+#include "support/engines.hpp"
+#include "support/history.hpp"
+#include "support/temp_dir.hpp"
+
+extern char** environ;
+
+namespace readpast::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The size of a run. SQLite serialises its writers, so its run is smaller; a server
+// engine can take more. READPAST_MP_PROCESSES, READPAST_MP_THREADS and READPAST_MP_JOBS
+// override the table (e.g. for a longer soak).
+struct RunShape {
+  int processes = 4;
+  int threads = 4;
+  int jobs = 20000;
+  int batch = 16;
+};
+
+int env_or(const char* name, int fallback) {
+  const char* value = std::getenv(name);
+  return value && *value ? std::atoi(value) : fallback;
+}
+
+RunShape shape_for(const std::string& engine) {
+  RunShape shape;
+  if (engine == "postgres") shape = RunShape{8, 4, 50000, 32};
+  shape.processes = env_or("READPAST_MP_PROCESSES", shape.processes);
+  shape.threads = env_or("READPAST_MP_THREADS", shape.threads);
+  shape.jobs = env_or("READPAST_MP_JOBS", shape.jobs);
+  return shape;
+}
+
+// How long a whole run may take before the test gives up on its processes.
+constexpr auto kRunDeadline = std::chrono::minutes(3);
+
+// See CheckOptions::clock_tolerance: the database's clock (lease_expires_at) against the
+// workers' wall clocks, all on this machine; 50 ms covers reading them at slightly
+// different instants and the database's rounding.
+constexpr Duration kClockTolerance = 50ms;
+
+const char* const kQueue = "mp";
+
+template <class T>
+T ok(Result<T> result) {
+  if (!result) throw std::runtime_error("unexpected error: " + result.error().message);
+  return std::move(*result);
+}
+
+// A child process; killed (SIGKILL) and reaped if still running when destroyed.
+class Process {
+ public:
+  Process(std::string name, const std::vector<std::string>& args) : name_(std::move(name)) {
+    std::vector<char*> argv;
+    for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    int rc = ::posix_spawn(&pid_, argv[0], nullptr, nullptr, argv.data(), environ);
+    if (rc != 0) throw std::runtime_error("posix_spawn " + args[0] + ": " + std::strerror(rc));
+  }
+  ~Process() {
+    if (running()) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status_, 0);
+    }
+  }
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  const std::string& name() const { return name_; }
+  bool running() const { return !exited_; }
+  // Reaps the process if it has exited; true when it has.
+  bool poll() {
+    if (exited_) return true;
+    pid_t rc = ::waitpid(pid_, &status_, WNOHANG);
+    if (rc == pid_) exited_ = true;
+    return exited_;
+  }
+  void kill_now() {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status_, 0);
+    exited_ = true;
+  }
+  std::string how_it_ended() const {
+    if (!exited_) return "still running";
+    if (WIFEXITED(status_)) return "exit " + std::to_string(WEXITSTATUS(status_));
+    if (WIFSIGNALED(status_)) return "signal " + std::to_string(WTERMSIG(status_));
+    return "status " + std::to_string(status_);
+  }
+  bool exited_cleanly() const { return exited_ && WIFEXITED(status_) && WEXITSTATUS(status_) == 0; }
+
+ private:
+  std::string name_;
+  pid_t pid_ = -1;
+  int status_ = 0;
+  bool exited_ = false;
+};
+
+class MultiprocessTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    shape_ = shape_for(GetParam());
+    url_ = engine_named(GetParam()).fresh_url();
+    QueueOptions options;
+    options.init_schema = true;
+    queue_.emplace(ok(Queue::open(url_, options)));
+  }
+
+  // Enqueues the run's jobs in batches of 1000 and returns their ids.
+  std::vector<JobId> enqueue_jobs() {
+    std::vector<JobId> ids;
+    std::vector<NewJob> batch;
+    for (int i = 0; i < shape_.jobs; ++i) {
+      NewJob job;
+      job.queue = kQueue;
+      job.payload = "job-" + std::to_string(i);
+      batch.push_back(std::move(job));
+      if (batch.size() == 1000 || i + 1 == shape_.jobs) {
+        for (const auto& e : ok(queue_->enqueue_batch(batch))) ids.push_back(e.id);
+        batch.clear();
+      }
+    }
+    return ids;
+  }
+
+  std::string history_path(const std::string& name) const { return dir_.file(name + ".jsonl"); }
+
+  std::unique_ptr<Process> spawn_worker(const std::string& name, Duration lease, Duration exec,
+                                        int batch) {
+    return std::make_unique<Process>(
+        name, std::vector<std::string>{
+                  READPAST_MP_WORKER, "--url", url_, "--queue", kQueue, "--name", name, "--history",
+                  history_path(name), "--threads", std::to_string(shape_.threads), "--batch",
+                  std::to_string(batch), "--lease-ms", std::to_string(lease.count() / 1000),
+                  "--exec-us", std::to_string(exec.count()), "--complete", "mixed"});
+  }
+
+  // Waits for every process to exit; kills the rest and fails at the deadline.
+  void wait_for(std::vector<std::unique_ptr<Process>>& processes,
+                std::chrono::steady_clock::time_point deadline) {
+    while (true) {
+      bool all = true;
+      for (auto& p : processes) all = p->poll() && all;
+      if (all) return;
+      if (std::chrono::steady_clock::now() > deadline) {
+        for (auto& p : processes) {
+          if (p->running()) {
+            ADD_FAILURE() << p->name() << " did not finish in time; killing it";
+            p->kill_now();
+          }
+        }
+        return;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+
+  std::vector<Job> final_jobs() {
+    std::vector<Job> jobs;
+    ListRequest request;
+    request.queue = kQueue;
+    request.limit = 1000;
+    while (true) {
+      auto page = ok(queue_->list(request));
+      for (auto& job : page) jobs.push_back(std::move(job));
+      if (page.size() < static_cast<std::size_t>(request.limit)) return jobs;
+      request.after_id = jobs.back().id;
+    }
+  }
+
+  History read_histories(const std::vector<std::unique_ptr<Process>>& processes) {
+    History history;
+    for (const auto& p : processes) read_history_file(history_path(p->name()), history);
+    return history;
+  }
+
+  RunShape shape_;
+  std::string url_;
+  TempDir dir_;
+  std::optional<Queue> queue_;
+};
+
+TEST_P(MultiprocessTest, WorkersDrainEveryJobAndCompleteEachExactlyOnce) {
+  const auto started = std::chrono::steady_clock::now();
+  const std::vector<JobId> ids = enqueue_jobs();
+  ASSERT_EQ(ids.size(), static_cast<std::size_t>(shape_.jobs));
+
+  std::vector<std::unique_ptr<Process>> workers;
+  for (int i = 0; i < shape_.processes; ++i) {
+    workers.push_back(spawn_worker("p" + std::to_string(i), 30s, Duration::zero(), shape_.batch));
+  }
+  wait_for(workers, started + kRunDeadline);
+  for (const auto& w : workers)
+    EXPECT_TRUE(w->exited_cleanly()) << w->name() << ": " << w->how_it_ended();
+
+  History history = read_histories(workers);
+  EXPECT_EQ(history.torn_lines, 0) << "no worker was killed, yet a history line is torn";
+  CheckOptions options;
+  options.clock_tolerance = kClockTolerance;
+  CheckReport report = check_history(history, ids, final_jobs(), options);
+  std::cout << "[ history  ] " << report.summary(5) << "\n";
+  EXPECT_TRUE(report.ok()) << report.summary();
+  // 30 s leases outlast the run: no lease expired, so nothing ran twice or lost its lease.
+  EXPECT_EQ(report.leases, shape_.jobs);
+  EXPECT_EQ(report.accepted_completions, shape_.jobs);
+  EXPECT_EQ(report.rejected_completions, 0);
+  EXPECT_EQ(report.duplicate_executions, 0);
+  // The processes really competed for the jobs.
+  std::set<std::string> processes_that_worked;
+  for (const auto& lease : history.leases) processes_that_worked.insert(lease.process);
+  EXPECT_GE(processes_that_worked.size(), std::min<std::size_t>(2, workers.size()));
+  std::cout << "[ timing   ] " << shape_.processes << " processes x " << shape_.threads
+            << " threads drained " << shape_.jobs << " jobs in "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - started)
+                   .count()
+            << " ms\n";
+}
+
+TEST_P(MultiprocessTest, JobsOfAKilledWorkerComeBackOnlyAfterTheirLeasesExpire) {
+  const auto started = std::chrono::steady_clock::now();
+  const std::vector<JobId> ids = enqueue_jobs();
+  constexpr Duration kLease = 2s;
+
+  // The victim is slow (20 ms a job, batches of 8), so it always holds leases.
+  std::vector<std::unique_ptr<Process>> workers;
+  workers.push_back(spawn_worker("victim", kLease, 20ms, 8));
+  for (int i = 1; i < shape_.processes; ++i) {
+    workers.push_back(
+        spawn_worker("p" + std::to_string(i), kLease, Duration::zero(), shape_.batch));
+  }
+
+  // Kill it mid-run: once it has completed a batch and holds leases it has not settled.
+  std::int64_t victim_leases = 0;
+  std::int64_t victim_completions = 0;
+  bool holding = false;
+  while (std::chrono::steady_clock::now() < started + 60s && !workers[0]->poll()) {
+    History seen;
+    if (std::filesystem::exists(history_path("victim"))) {
+      read_history_file(history_path("victim"), seen);
+    }
+    victim_leases = static_cast<std::int64_t>(seen.leases.size());
+    victim_completions = static_cast<std::int64_t>(seen.completions.size());
+    if (victim_completions >= 8 && victim_leases > victim_completions) {
+      holding = true;
+      break;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_TRUE(holding) << "the victim never held leases (" << victim_leases << " leased, "
+                       << victim_completions << " completed, " << workers[0]->how_it_ended() << ")";
+  workers[0]->kill_now();
+  EXPECT_EQ(workers[0]->how_it_ended(), "signal " + std::to_string(SIGKILL));
+
+  wait_for(workers, started + kRunDeadline);
+  for (std::size_t i = 1; i < workers.size(); ++i) {
+    EXPECT_TRUE(workers[i]->exited_cleanly())
+        << workers[i]->name() << ": " << workers[i]->how_it_ended();
+  }
+
+  History history = read_histories(workers);
+  CheckOptions options;
+  options.clock_tolerance = kClockTolerance;
+  options.killed_processes = {"victim"};
+  CheckReport report = check_history(history, ids, final_jobs(), options);
+  std::cout << "[ history  ] " << report.summary(5) << "\n";
+  EXPECT_TRUE(report.ok()) << report.summary();
+  EXPECT_EQ(report.accepted_completions + report.unrecorded_completions, shape_.jobs)
+      << "every job completed exactly once";
+  // The kill left leased, unsettled jobs behind, and other workers took them over, each
+  // only after the victim's lease expired. (The checker's overlap rule says so for every
+  // job; here it is spelled out for the jobs the kill interrupted.)
+  EXPECT_GT(report.reclaimed_from_killed, 0) << report.summary();
+  std::map<JobId, const LeaseEvent*> victim_held;  // leased by the victim, never completed by it
+  for (const auto& lease : history.leases) {
+    if (lease.process == "victim") victim_held[lease.job] = &lease;
+  }
+  for (const auto& completion : history.completions) {
+    if (completion.process == "victim") victim_held.erase(completion.job);
+  }
+  std::int64_t taken_over = 0;
+  for (const auto& [job, victim_lease] : victim_held) {
+    for (const auto& lease : history.leases) {
+      if (lease.job != job || lease.process == "victim") continue;
+      ++taken_over;
+      EXPECT_GE(lease.t_lease_end + kClockTolerance, victim_lease->lease_expires_at)
+          << "job " << job << " leased by " << lease.worker << " before the killed victim's "
+          << "lease expired at " << format_time(victim_lease->lease_expires_at);
+    }
+  }
+  EXPECT_EQ(taken_over + report.unrecorded_completions,
+            static_cast<std::int64_t>(victim_held.size()))
+      << "every job the victim held when it died was taken over once";
+  std::cout << "[ timing   ] with a kill: " << shape_.jobs << " jobs in "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - started)
+                   .count()
+            << " ms\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Multiprocess, MultiprocessTest, ::testing::ValuesIn(engine_names()),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                           return param_info.param;
+                         });
+
+}  // namespace
+}  // namespace readpast::test
