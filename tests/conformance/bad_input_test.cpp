@@ -67,6 +67,14 @@ TEST_P(QueueTest, RejectsAPayloadOverMaxPayloadBytesAndAcceptsOneAtTheLimit) {
   EXPECT_EQ(get(at_limit).payload, std::string(1024, 'y'));
 }
 
+TEST_P(QueueTest, DefaultPayloadLimitIsSixteenMebibytes) {
+  EXPECT_EQ(q().options().max_payload_bytes, std::size_t{16} << 20);
+  const std::string before = snapshot();
+  EXPECT_ERROR_CODE(q().enqueue(new_job("q", std::string((std::size_t{16} << 20) + 1, 'x'))),
+                    ErrorCode::kInvalidArgument);
+  EXPECT_EQ(snapshot(), before);
+}
+
 TEST_P(QueueTest, RejectsMaxAttemptsBelowOne) {
   enqueue("q");
   const std::string before = snapshot();

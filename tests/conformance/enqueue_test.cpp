@@ -16,6 +16,28 @@ TEST_P(QueueTest, EnqueueReturnsIncreasingIds) {
   }
 }
 
+TEST_P(QueueTest, IdsAreNeverReusedAfterTheNewestJobIsDeleted) {
+  // A job id may serve as an idempotency key, so a deleted job's id must not come back.
+  QueueOptions options;
+  options.succeeded_retention = Duration::zero();  // complete deletes the row
+  open(options);
+  enqueue("q");
+  JobId newest = enqueue("q");
+  Job first = lease_one("q");
+  Job second = lease_one("q");
+  ASSERT_EQ(second.id, newest);
+  ok(q().complete(first.id, *first.lease_token));
+  ok(q().complete(second.id, *second.lease_token));
+  EXPECT_GT(enqueue("q"), newest) << "the id of a deleted job was handed out again";
+
+  JobId dead = dead_job("q");
+  PurgeRequest purge;
+  purge.queue = "q";
+  purge.state = JobState::kDead;
+  EXPECT_EQ(ok(q().purge(purge)), 1);
+  EXPECT_GT(enqueue("q"), dead) << "the id of a purged job was handed out again";
+}
+
 TEST_P(QueueTest, EnqueueSetsEveryColumnAsDocumented) {
   TimePoint before = now();
   auto enqueued = ok(q().enqueue(new_job("mail", "{\"to\":\"x\"}")));

@@ -154,6 +154,25 @@ TEST_P(QueueTest, ExpiredLeaseComesBackWithinAboutASecondByDefault) {
   EXPECT_LE(*b.started_at, *a.lease_expires_at + std::chrono::milliseconds(2500));
 }
 
+TEST_P(QueueTest, LeaseRescuesExpiredLeasesAtMostOncePerRescueInterval) {
+  QueueOptions options;
+  options.rescue_interval = std::chrono::hours(1);
+  open(options);
+  JobId id = enqueue("q");
+  Job a = lease_one("q", "worker-a", kShortLease);  // this lease may rescue; nothing expired
+  // For twice the lease, other workers poll: the expired lease must wait for the interval.
+  const auto until = std::chrono::steady_clock::now() + 2 * kShortLease;
+  while (std::chrono::steady_clock::now() < until) {
+    EXPECT_TRUE(lease("q", 1, "worker-b").empty()) << "rescued before the interval passed";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(get(id).state, JobState::kRunning);
+  // An explicit rescue does not wait for the interval.
+  EXPECT_EQ(ok(q().rescue_expired("q")), 1);
+  EXPECT_EQ(lease_one("q", "worker-b").id, id);
+  (void)a;
+}
+
 TEST_P(QueueTest, ExpiredLeaseWithItsAttemptsSpentGoesDead) {
   open(rescue_at_once());
   auto spec = new_job("q");
