@@ -1,0 +1,115 @@
+// engines/postgres/pg_connection.hpp — a small RAII layer over libpq: one connection, its
+// prepared statements, and transactions that roll back unless committed.
+//
+// Errors: every failure becomes a readpast::Error whose message is one line and never
+// contains the password (ConnectionConfig::secrets are scrubbed from libpq's text, and only
+// DatabaseUrl::redacted is ever printed). A lost connection, a server shutting down or
+// refusing connections, a serialization failure or deadlock, a read-only server (after a
+// fail-over) → kUnavailable: the operation may be retried. Missing schema objects →
+// kSchema. A unique violation → kConflict. Anything else the server reports → kInternal.
+//
+// Thread-safety: a Connection is used by one thread at a time (the pool lends it out).
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "core/url.hpp"
+#include "engines/postgres/pg_values.hpp"
+#include "engines/postgres/postgres_sql.hpp"
+#include "readpast/error.hpp"
+
+namespace readpast::detail::pg {
+
+// How to reach the server, and what never to print.
+struct ConnectionConfig {
+  std::string conninfo;              // libpq URI or keywords; may hold a password: never print it
+  std::string redacted;              // the printable form of the URL
+  std::vector<std::string> secrets;  // the password as written and as decoded
+};
+
+// Checks the connection string with libpq's own parser and collects its secrets.
+Result<ConnectionConfig> make_connection_config(const DatabaseUrl& url);
+
+// Removes every secret from `text` and folds it onto one line.
+std::string clean_message(std::string_view text, const std::vector<std::string>& secrets);
+
+class Connection {
+ public:
+  // Connects (blocking, bounded by connect_timeout) with TCP keepalives on, client encoding
+  // UTF8 and notices discarded (the library never prints). kUnavailable when it cannot.
+  static Result<std::unique_ptr<Connection>> open(const ConnectionConfig& config);
+  // Wraps a connection the caller owns (the outbox): never closed here, and statements are
+  // not prepared on it, so the caller's own prepared-statement names cannot clash.
+  static Connection borrow(PGconn* conn);
+
+  // Use open() or borrow(); the tag keeps the constructor private in effect while letting
+  // std::make_unique call it.
+  struct Key {
+   private:
+    friend class Connection;
+    Key() = default;
+  };
+  Connection(Key, PGconn* conn, bool owned, std::vector<std::string> secrets);
+
+  Connection(Connection&&) noexcept = default;
+  Connection& operator=(Connection&&) noexcept = default;
+  ~Connection() = default;
+
+  // Runs one statement with binary parameters and binary results. On an owned connection
+  // the statement is prepared on first use (under Statement::name) and reused after.
+  Result<Rows> exec(const Statement& statement, const Params& params);
+  // Runs one or more statements with the simple protocol (DDL, BEGIN, COMMIT, LISTEN).
+  Status exec_script(std::string_view sql);
+
+  // True when the connection can be lent out again: connected, no transaction open, and
+  // the server has not closed it meanwhile (a restart closes every idle connection; this
+  // notices without a round trip).
+  bool ready_for_reuse();
+  // True once an operation found the connection lost, or the server read-only.
+  bool broken() const noexcept { return broken_; }
+  PGconn* raw() const noexcept { return conn_.get(); }
+
+ private:
+  struct Closer {
+    bool owned = true;
+    void operator()(PGconn* conn) const noexcept {
+      if (owned) PQfinish(conn);
+    }
+  };
+
+  Result<Rows> run(const Statement& statement, const Params& params);
+  // Maps a failed result (or a missing one) onto readpast::Error; marks the connection
+  // broken when it is lost.
+  Error error_from(const PGresult* result);
+
+  std::unique_ptr<PGconn, Closer> conn_;
+  bool prepare_ = true;
+  bool broken_ = false;
+  std::vector<std::string> secrets_;
+  std::unordered_set<std::string> prepared_;  // statement names prepared on this session
+};
+
+// BEGIN on construction; ROLLBACK on destruction unless commit() succeeded.
+class Transaction {
+ public:
+  static Result<Transaction> begin(Connection& connection);
+  Transaction(Transaction&& other) noexcept : connection_(other.connection_) {
+    other.connection_ = nullptr;
+  }
+  Transaction& operator=(Transaction&&) = delete;
+  ~Transaction();
+
+  Status commit();
+
+ private:
+  explicit Transaction(Connection& connection) : connection_(&connection) {}
+  Connection* connection_;  // null once committed, rolled back or moved from
+};
+
+}  // namespace readpast::detail::pg

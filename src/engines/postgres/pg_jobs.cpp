@@ -1,0 +1,101 @@
+#include "engines/postgres/pg_jobs.hpp"
+
+#include <algorithm>
+
+namespace readpast::detail::pg {
+namespace {
+
+// Rounds of the enqueue statement before giving up on a unique key whose holders keep
+// finishing and reappearing between our statements: in practice one round, rarely two.
+constexpr int kMaxEnqueueRounds = 16;
+
+Params enqueue_params(std::span<const NewJob> jobs, std::span<const std::size_t> which) {
+  ArrayParam queue(Oid::kText), payload(Oid::kBytea), priority(Oid::kInt4),
+      run_at(Oid::kTimestamptz), delay(Oid::kInt8), max_attempts(Oid::kInt4),
+      unique_key(Oid::kText);
+  for (std::size_t i : which) {
+    const NewJob& job = jobs[i];
+    queue.add(job.queue);
+    payload.add(job.payload);
+    priority.add(encode_int4(job.priority));
+    run_at.add_optional(job.run_at, encode_timestamptz);
+    delay.add_optional(job.delay, [](Duration d) { return encode_int8(d.count()); });
+    max_attempts.add(encode_int4(job.max_attempts));
+    unique_key.add_optional(job.unique_key, [](const std::string& k) { return k; });
+  }
+  Params params;
+  params.array(queue)
+      .array(payload)
+      .array(priority)
+      .array(run_at)
+      .array(delay)
+      .array(max_attempts)
+      .array(unique_key);
+  return params;
+}
+
+}  // namespace
+
+bool any_unique_key(std::span<const NewJob> jobs) {
+  return std::any_of(jobs.begin(), jobs.end(),
+                     [](const NewJob& job) { return job.unique_key.has_value(); });
+}
+
+Result<std::vector<Enqueued>> enqueue_jobs(Connection& connection, const Sql& sql,
+                                           std::span<const NewJob> jobs) {
+  std::vector<Enqueued> results(jobs.size());
+  std::vector<std::size_t> pending(jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) pending[i] = i;
+  for (int round = 0; round < kMaxEnqueueRounds && !pending.empty(); ++round) {
+    auto rows = connection.exec(sql.enqueue, enqueue_params(jobs, pending));
+    if (!rows) return fail_with(rows.error());
+    // Rows come back in input order: (ord, id, inserted). A NULL id means the unique key's
+    // holder committed after this statement's snapshot (ON CONFLICT saw it, the lookup did
+    // not). The next round, a new statement with a new snapshot, either sees that holder
+    // or — if it finished in between — inserts the job after all.
+    std::vector<std::size_t> unresolved;
+    for (int r = 0; r < rows->size(); ++r) {
+      const auto ord = static_cast<std::size_t>(rows->int8(r, 0));
+      if (ord < 1 || ord > pending.size())
+        return fail_with(Error::internal("enqueue: bad row order"));
+      const std::size_t index = pending[ord - 1];
+      if (rows->is_null(r, 1)) {
+        unresolved.push_back(index);
+      } else {
+        results[index] = Enqueued{rows->int8(r, 1), rows->boolean(r, 2)};
+      }
+    }
+    pending = std::move(unresolved);
+  }
+  if (!pending.empty()) {
+    return fail_with(Error::unavailable("enqueue: the holder of unique key '" +
+                                        *jobs[pending.front()].unique_key +
+                                        "' kept changing; try again"));
+  }
+  return results;
+}
+
+Job read_job(const Rows& rows, int row) {
+  Job job;
+  job.id = rows.int8(row, 0);
+  job.queue = rows.text(row, 1);
+  job.state = parse_job_state(rows.text(row, 2)).value_or(JobState::kAvailable);
+  job.priority = rows.int4(row, 3);
+  job.run_at = rows.timestamptz(row, 4);
+  job.attempts = rows.int4(row, 5);
+  job.max_attempts = rows.int4(row, 6);
+  if (!rows.is_null(row, 7)) {
+    if (auto token = LeaseToken::from_hex(rows.uuid_hex(row, 7))) job.lease_token = *token;
+  }
+  job.leased_by = rows.optional_text(row, 8);
+  job.lease_expires_at = rows.optional_timestamptz(row, 9);
+  job.enqueued_at = rows.timestamptz(row, 10);
+  job.started_at = rows.optional_timestamptz(row, 11);
+  job.finished_at = rows.optional_timestamptz(row, 12);
+  job.unique_key = rows.optional_text(row, 13);
+  job.last_error = rows.optional_text(row, 14);
+  job.payload = rows.text(row, 15);
+  return job;
+}
+
+}  // namespace readpast::detail::pg

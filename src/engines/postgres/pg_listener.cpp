@@ -1,0 +1,155 @@
+#include "engines/postgres/pg_listener.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+
+namespace readpast::detail::pg {
+namespace {
+
+constexpr auto kFirstBackoff = std::chrono::milliseconds(100);
+constexpr auto kMaxBackoff = std::chrono::seconds(5);
+
+struct NotifyDeleter {
+  void operator()(PGnotify* n) const noexcept { PQfreemem(n); }
+};
+
+}  // namespace
+
+Listener::Listener(ConnectionConfig config, std::string channel, Logger logger)
+    : config_(std::move(config)),
+      channel_(std::move(channel)),
+      logger_(std::move(logger)),
+      wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+Listener::~Listener() {
+  if (thread_.joinable()) {
+    thread_.request_stop();
+    const std::uint64_t one = 1;
+    (void)::write(wake_fd_, &one, sizeof one);
+    thread_.join();
+  }
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void Listener::lease_started(std::string_view queue) {
+  std::lock_guard lock(mu_);
+  if (auto it = queues_.find(queue); it != queues_.end()) it->second.seen = it->second.notified;
+}
+
+void Listener::subscribe(std::string_view queue, Duration patience) {
+  std::unique_lock lock(mu_);
+  if (!started_) {
+    started_ = true;
+    thread_ = std::jthread([this](std::stop_token stop) { run(std::move(stop)); });
+  }
+  if (queues_.find(queue) == queues_.end()) queues_.emplace(std::string(queue), QueueState{});
+  notified_.wait_for(lock, patience, [&] { return listening_; });
+}
+
+bool Listener::wait(std::string_view queue, Duration timeout) {
+  std::unique_lock lock(mu_);
+  auto it = queues_.find(queue);
+  if (it == queues_.end()) it = queues_.emplace(std::string(queue), QueueState{}).first;
+  QueueState& state = it->second;  // map nodes are stable
+  const std::uint64_t since = state.seen;
+  const bool woken = notified_.wait_for(lock, timeout, [&] { return state.notified != since; });
+  state.seen = state.notified;
+  return woken;
+}
+
+void Listener::set_listening(bool listening, bool wake_everyone) {
+  {
+    std::lock_guard lock(mu_);
+    listening_ = listening;
+    if (wake_everyone) {
+      for (auto& [name, state] : queues_) ++state.notified;
+    }
+  }
+  notified_.notify_all();
+}
+
+void Listener::sleep_for(Duration timeout, const std::stop_token& stop) {
+  if (stop.stop_requested()) return;
+  pollfd fd{wake_fd_, POLLIN, 0};
+  (void)::poll(
+      &fd, 1,
+      static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
+}
+
+bool Listener::wait_readable(int socket, const std::stop_token& stop) {
+  std::array<pollfd, 2> fds{pollfd{socket, POLLIN, 0}, pollfd{wake_fd_, POLLIN, 0}};
+  while (!stop.stop_requested()) {
+    // A timeout only to re-check the stop flag; the eventfd normally interrupts sooner.
+    int ready = ::poll(fds.data(), fds.size(), 1000);
+    if (ready < 0 && errno != EINTR) return false;
+    if (fds[1].revents != 0) return false;
+    if (ready > 0 && fds[0].revents != 0) return true;
+  }
+  return false;
+}
+
+void Listener::run(std::stop_token stop) {
+  auto log = [&](LogLevel level, const std::string& line) {
+    if (logger_) logger_(level, line);
+  };
+  std::unique_ptr<Connection> connection;
+  auto backoff = std::chrono::duration_cast<Duration>(kFirstBackoff);
+  bool outage_logged = false;
+  bool ever_connected = false;
+  while (!stop.stop_requested()) {
+    if (!connection) {
+      auto opened = Connection::open(config_);
+      Status listening = opened ? (*opened)->exec_script("LISTEN \"" + channel_ + "\"")
+                                : Status(fail_with(opened.error()));
+      if (!listening) {
+        if (!outage_logged) {
+          log(LogLevel::kWarn, "wake-up listener cannot reach PostgreSQL (" +
+                                   listening.error().message + "); workers poll until it is back");
+          outage_logged = true;
+        }
+        sleep_for(backoff, stop);
+        backoff = std::min<Duration>(backoff * 2, kMaxBackoff);
+        continue;
+      }
+      connection = std::move(*opened);
+      backoff = kFirstBackoff;
+      if (outage_logged) {
+        log(LogLevel::kInfo, "wake-up listener reconnected to PostgreSQL");
+        outage_logged = false;
+      }
+      // After a reconnect, whatever was announced while we were not listening is lost:
+      // wake everyone once. (The first connect loses nothing: see subscribe().)
+      set_listening(true, /*wake_everyone=*/ever_connected);
+      ever_connected = true;
+    }
+    PGconn* conn = connection->raw();
+    if (!wait_readable(PQsocket(conn), stop)) continue;
+    if (PQconsumeInput(conn) == 0 || PQstatus(conn) != CONNECTION_OK) {
+      log(LogLevel::kWarn, "wake-up listener lost its PostgreSQL connection (" +
+                               clean_message(PQerrorMessage(conn), config_.secrets) +
+                               "); reconnecting");
+      outage_logged = true;
+      connection.reset();
+      set_listening(false, false);
+      continue;
+    }
+    bool any = false;
+    {
+      std::lock_guard lock(mu_);
+      while (auto n = std::unique_ptr<PGnotify, NotifyDeleter>(PQnotifies(conn))) {
+        if (auto it = queues_.find(std::string_view(n->extra)); it != queues_.end()) {
+          ++it->second.notified;
+          any = true;
+        }
+      }
+    }
+    if (any) notified_.notify_all();
+  }
+}
+
+}  // namespace readpast::detail::pg

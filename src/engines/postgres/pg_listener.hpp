@@ -1,0 +1,87 @@
+// engines/postgres/pg_listener.hpp — wakes waiting workers when jobs become available.
+//
+// The schema's triggers NOTIFY one channel per schema ("<schema>.jobs") with the queue's
+// name as payload whenever a job becomes available to run now (enqueue, retry, release,
+// rescue, a retried failure without delay). One Listener per engine owns one dedicated
+// connection that LISTENs on that channel, on a background thread started by the first
+// wait(); it reconnects with backoff on its own and logs an outage once.
+//
+// A notification is a hint, never a promise: wait() may return true and lease() still
+// find nothing (another worker was faster). Missing one costs at most the caller's
+// timeout, because callers poll with a timeout anyway. That is also the whole fallback
+// behind a transaction-mode pooler (pgbouncer), where LISTEN does not work: wait() then
+// simply returns false at the timeout.
+//
+// No notification is lost in the gaps: subscribe() returns once the listener is LISTENing,
+// and wait_for_work looks at the table only after that, so a job that became available
+// is either visible to that look or announced afterwards. The gap between a lease that
+// found nothing and the wait() that follows is closed by generations: each queue counts
+// the notifications received; lease_started() records the count, and wait() returns at
+// once if it moved since. After a reconnect every queue is woken once, since
+// notifications sent while disconnected are lost.
+//
+// Thread-safety: all methods may be called from any thread; queues_ and the thread's
+// start are guarded by mu_. The connection is touched by the background thread only.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "engines/postgres/pg_connection.hpp"
+#include "readpast/options.hpp"
+#include "readpast/time.hpp"
+
+namespace readpast::detail::pg {
+
+class Listener {
+ public:
+  Listener(ConnectionConfig config, std::string channel, Logger logger);
+  ~Listener();
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+
+  // Called when a lease of the queue starts (cheap; does nothing for a queue that no one
+  // has waited on yet).
+  void lease_started(std::string_view queue);
+  // Starts listening for the queue's notifications (the first call starts the listener's
+  // thread) and waits until the listener is LISTENing, at most `patience`.
+  void subscribe(std::string_view queue, Duration patience);
+  // Blocks until a notification for the queue arrives (true; also when one arrived since
+  // the last lease_started, subscribe or wait of the queue) or the timeout passes (false).
+  bool wait(std::string_view queue, Duration timeout);
+
+ private:
+  struct QueueState {
+    std::uint64_t notified = 0;  // notifications received
+    std::uint64_t seen = 0;      // `notified` at the last lease start or wake-up
+  };
+
+  void run(std::stop_token stop);
+  // Sleeps until the timeout passes or the destructor asks the thread to stop.
+  void sleep_for(Duration timeout, const std::stop_token& stop);
+  // Waits until the listening socket is readable (true) or a stop is requested (false).
+  bool wait_readable(int socket, const std::stop_token& stop);
+  // Records whether LISTEN is in force; optionally wakes every queue's waiters.
+  void set_listening(bool listening, bool wake_everyone);
+
+  // Constant after construction.
+  const ConnectionConfig config_;
+  const std::string channel_;
+  const Logger logger_;
+  const int wake_fd_;  // an eventfd: written by the destructor to interrupt poll()
+
+  std::mutex mu_;
+  std::condition_variable notified_;
+  std::map<std::string, QueueState, std::less<>> queues_;  // guarded by mu_
+  bool started_ = false;                                   // guarded by mu_
+  bool listening_ = false;                                 // guarded by mu_
+  std::jthread thread_;  // last member: joined by ~Listener before the rest goes away
+};
+
+}  // namespace readpast::detail::pg

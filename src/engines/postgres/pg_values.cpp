@@ -1,0 +1,225 @@
+#include "engines/postgres/pg_values.hpp"
+
+#include <bit>
+#include <charconv>
+#include <cstring>
+
+namespace readpast::detail::pg {
+namespace {
+
+// PostgreSQL's binary timestamps count microseconds from 2000-01-01 00:00:00 UTC.
+constexpr std::int64_t kPostgresEpochOffsetMicros = 946'684'800'000'000;
+
+void append_be(std::string& out, std::uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i) out += static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+std::uint64_t read_be(std::string_view bytes) {
+  std::uint64_t v = 0;
+  for (char c : bytes) v = (v << 8) | static_cast<unsigned char>(c);
+  return v;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return 0;
+}
+
+// Length of the valid UTF-8 sequence starting at text[i], or 0 if it is not one.
+std::size_t utf8_sequence(std::string_view text, std::size_t i) {
+  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  std::size_t length = 0;
+  std::uint32_t min = 0;
+  if (lead < 0x80) return lead == 0 ? 0 : 1;
+  if ((lead & 0xe0) == 0xc0) {
+    length = 2;
+    min = 0x80;
+  } else if ((lead & 0xf0) == 0xe0) {
+    length = 3;
+    min = 0x800;
+  } else if ((lead & 0xf8) == 0xf0) {
+    length = 4;
+    min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + length > text.size()) return 0;
+  std::uint32_t code = lead & (0x7f >> length);
+  for (std::size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+    code = (code << 6) | (byte(i + k) & 0x3f);
+  }
+  if (code < min || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return 0;
+  return length;
+}
+
+}  // namespace
+
+std::string encode_int8(std::int64_t v) {
+  std::string out;
+  append_be(out, static_cast<std::uint64_t>(v), 8);
+  return out;
+}
+
+std::string encode_int4(std::int32_t v) {
+  std::string out;
+  append_be(out, static_cast<std::uint32_t>(v), 4);
+  return out;
+}
+
+std::string encode_float8(double v) {
+  std::string out;
+  append_be(out, std::bit_cast<std::uint64_t>(v), 8);
+  return out;
+}
+
+std::string encode_timestamptz(TimePoint t) {
+  return encode_int8(t.time_since_epoch().count() - kPostgresEpochOffsetMicros);
+}
+
+std::string encode_uuid(const LeaseToken& token) {
+  const std::string& hex = token.hex();
+  std::string out;
+  out.reserve(16);
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out += static_cast<char>(hex_value(hex[i]) * 16 + hex_value(hex[i + 1]));
+  }
+  return out;
+}
+
+std::string sanitize_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    if (std::size_t n = utf8_sequence(text, i); n > 0) {
+      out.append(text.substr(i, n));
+      i += n;
+    } else {
+      out += "\xef\xbf\xbd";  // U+FFFD REPLACEMENT CHARACTER
+      ++i;
+    }
+  }
+  return out;
+}
+
+ArrayParam& ArrayParam::add(std::string_view encoded) {
+  append_be(elements_, static_cast<std::uint32_t>(encoded.size()), 4);
+  elements_.append(encoded);
+  ++count_;
+  return *this;
+}
+
+ArrayParam& ArrayParam::add_null() {
+  append_be(elements_, 0xffffffffu, 4);  // length -1
+  has_null_ = true;
+  ++count_;
+  return *this;
+}
+
+std::string ArrayParam::encode() const {
+  // array_recv's format: ndim, has-null flag, element type, then per dimension its
+  // length and lower bound, then the elements. An empty array has no dimensions.
+  std::string out;
+  append_be(out, count_ == 0 ? 0 : 1, 4);
+  append_be(out, has_null_ ? 1 : 0, 4);
+  append_be(out, static_cast<std::uint32_t>(element_), 4);
+  if (count_ > 0) {
+    append_be(out, static_cast<std::uint32_t>(count_), 4);
+    append_be(out, 1, 4);
+  }
+  out += elements_;
+  return out;
+}
+
+Params& Params::add(std::string encoded) {
+  values_.emplace_back(std::move(encoded));
+  return *this;
+}
+
+Params& Params::add_null() {
+  values_.emplace_back(std::nullopt);
+  return *this;
+}
+
+const char* const* Params::values() const {
+  pointers_.clear();
+  for (const auto& v : values_) pointers_.push_back(v ? v->data() : nullptr);
+  return pointers_.data();
+}
+
+const int* Params::lengths() const {
+  lengths_.clear();
+  for (const auto& v : values_) lengths_.push_back(v ? static_cast<int>(v->size()) : 0);
+  return lengths_.data();
+}
+
+const int* Params::formats() const {
+  formats_.assign(values_.size(), 1);
+  return formats_.data();
+}
+
+std::int64_t Rows::affected() const {
+  const char* text = PQcmdTuples(result_.get());
+  std::int64_t n = 0;
+  std::from_chars(text, text + std::strlen(text), n);
+  return n;
+}
+
+std::string_view Rows::bytes(int row, int col) const {
+  return {PQgetvalue(result_.get(), row, col),
+          static_cast<std::size_t>(PQgetlength(result_.get(), row, col))};
+}
+
+std::int64_t Rows::int8(int row, int col) const {
+  auto b = bytes(row, col);
+  return b.size() == 8 ? static_cast<std::int64_t>(read_be(b)) : 0;
+}
+
+std::int32_t Rows::int4(int row, int col) const {
+  auto b = bytes(row, col);
+  return b.size() == 4 ? static_cast<std::int32_t>(static_cast<std::uint32_t>(read_be(b))) : 0;
+}
+
+bool Rows::boolean(int row, int col) const {
+  auto b = bytes(row, col);
+  return b.size() == 1 && b[0] != 0;
+}
+
+std::string Rows::text(int row, int col) const {
+  return std::string(bytes(row, col));
+}
+
+TimePoint Rows::timestamptz(int row, int col) const {
+  return TimePoint(Duration(int8(row, col) + kPostgresEpochOffsetMicros));
+}
+
+std::string Rows::uuid_hex(int row, int col) const {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  for (char c : bytes(row, col)) {
+    auto b = static_cast<unsigned char>(c);
+    hex += kDigits[b >> 4];
+    hex += kDigits[b & 0xf];
+  }
+  return hex;
+}
+
+std::optional<std::int64_t> Rows::optional_int8(int row, int col) const {
+  if (is_null(row, col)) return std::nullopt;
+  return int8(row, col);
+}
+
+std::optional<std::string> Rows::optional_text(int row, int col) const {
+  if (is_null(row, col)) return std::nullopt;
+  return text(row, col);
+}
+
+std::optional<TimePoint> Rows::optional_timestamptz(int row, int col) const {
+  if (is_null(row, col)) return std::nullopt;
+  return timestamptz(row, col);
+}
+
+}  // namespace readpast::detail::pg

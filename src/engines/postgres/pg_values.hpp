@@ -1,0 +1,126 @@
+// engines/postgres/pg_values.hpp — statement parameters and result rows in PostgreSQL's
+// binary format.
+//
+// Binary format both ways: payloads travel as raw bytes (no hex doubling, no escaping),
+// times as microseconds (no dependence on the session's DateStyle or TimeZone), and arrays
+// — how batches reach the server in one statement — need no quoting rules at all.
+// Every statement casts its parameters ($1::bigint[]), so the server knows each type and
+// the encoder here only has to produce that type's wire form.
+//
+// Thread-safety: plain values; one object per thread.
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "readpast/job.hpp"
+#include "readpast/time.hpp"
+
+namespace readpast::detail::pg {
+
+// Type OIDs of the array elements we send (see pg_type.dat).
+enum class Oid : std::uint32_t {
+  kBool = 16,
+  kBytea = 17,
+  kInt8 = 20,
+  kInt4 = 23,
+  kText = 25,
+  kFloat8 = 701,
+  kTimestamptz = 1184,
+  kUuid = 2950,
+};
+
+// Binary encodings of single values.
+std::string encode_int8(std::int64_t v);
+std::string encode_int4(std::int32_t v);
+std::string encode_float8(double v);
+std::string encode_timestamptz(TimePoint t);
+std::string encode_uuid(const LeaseToken& token);  // 16 bytes; token must not be empty
+
+// Text sent to the server must be valid UTF-8 without NUL bytes. For free-form text that
+// readpast only records (error messages, worker ids), invalid sequences and NULs become
+// U+FFFD instead of failing the whole operation.
+std::string sanitize_utf8(std::string_view text);
+
+// A one-dimensional array, built element by element.
+class ArrayParam {
+ public:
+  explicit ArrayParam(Oid element) : element_(element) {}
+  ArrayParam& add(std::string_view encoded);
+  ArrayParam& add_null();
+  template <class T, class Encode>
+  ArrayParam& add_optional(const std::optional<T>& value, Encode&& encode) {
+    return value ? add(encode(*value)) : add_null();
+  }
+  std::string encode() const;
+
+ private:
+  Oid element_;
+  int count_ = 0;
+  bool has_null_ = false;
+  std::string elements_;  // each: int32 length (-1 for NULL), then the bytes
+};
+
+// The parameters of one statement, in order ($1, $2, ...).
+class Params {
+ public:
+  Params& add(std::string encoded);
+  Params& add_null();
+  Params& int8(std::int64_t v) { return add(encode_int8(v)); }
+  Params& int4(std::int32_t v) { return add(encode_int4(v)); }
+  Params& text(std::string_view v) { return add(std::string(v)); }
+  Params& timestamptz(TimePoint t) { return add(encode_timestamptz(t)); }
+  Params& array(const ArrayParam& a) { return add(a.encode()); }
+
+  int size() const noexcept { return static_cast<int>(values_.size()); }
+  // Pointer arrays for PQexecPrepared/PQexecParams; valid until the next add().
+  const char* const* values() const;
+  const int* lengths() const;
+  const int* formats() const;
+
+ private:
+  std::vector<std::optional<std::string>> values_;
+  mutable std::vector<const char*> pointers_;
+  mutable std::vector<int> lengths_;
+  mutable std::vector<int> formats_;
+};
+
+struct ResultDeleter {
+  void operator()(PGresult* result) const noexcept { PQclear(result); }
+};
+using ResultPtr = std::unique_ptr<PGresult, ResultDeleter>;
+
+// The rows of a successful statement, read in binary format. Readers check lengths, so a
+// column of an unexpected type reads as zero or empty instead of out of bounds.
+class Rows {
+ public:
+  explicit Rows(ResultPtr result) : result_(std::move(result)) {}
+
+  int size() const noexcept { return PQntuples(result_.get()); }
+  // Rows changed by an INSERT, UPDATE or DELETE without RETURNING.
+  std::int64_t affected() const;
+
+  bool is_null(int row, int col) const { return PQgetisnull(result_.get(), row, col) != 0; }
+  std::int64_t int8(int row, int col) const;
+  std::int32_t int4(int row, int col) const;
+  bool boolean(int row, int col) const;
+  std::string text(int row, int col) const;  // text and bytea
+  TimePoint timestamptz(int row, int col) const;
+  std::string uuid_hex(int row, int col) const;  // 32 lower-case hex digits
+
+  std::optional<std::int64_t> optional_int8(int row, int col) const;
+  std::optional<std::string> optional_text(int row, int col) const;
+  std::optional<TimePoint> optional_timestamptz(int row, int col) const;
+
+ private:
+  std::string_view bytes(int row, int col) const;
+  ResultPtr result_;
+};
+
+}  // namespace readpast::detail::pg

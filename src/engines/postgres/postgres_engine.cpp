@@ -1,0 +1,434 @@
+#include "engines/postgres/postgres_engine.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "engines/postgres/pg_connection.hpp"
+#include "engines/postgres/pg_jobs.hpp"
+#include "engines/postgres/pg_listener.hpp"
+#include "engines/postgres/pg_pool.hpp"
+#include "engines/postgres/postgres_sql.hpp"
+
+namespace readpast::detail {
+namespace {
+
+using pg::ArrayParam;
+using pg::Connection;
+using pg::Oid;
+using pg::Params;
+using pg::Rows;
+using pg::Transaction;
+
+// Connections one engine (one Queue, shared by a worker's threads) keeps for statements;
+// the wake-up listener takes one more once a worker waits for work.
+constexpr std::size_t kPoolConnections = 8;
+// Rows per statement of a rescue or a purge, so that each stays short.
+constexpr int kRescueBatch = 5000;
+constexpr int kPurgeBatch = 5000;
+// When jobs are due but a lease found none (rows locked by a transaction still open),
+// wait_for_work waits at most this long before saying so, so that callers do not spin.
+constexpr auto kLockedDueRecheck = std::chrono::milliseconds(50);
+// How long wait_for_work waits for the listener's first LISTEN (a connect and a round trip).
+constexpr auto kListenPatience = std::chrono::seconds(2);
+
+Error too_new(int version) {
+  return Error::schema("database schema version " + std::to_string(version) +
+                       " is newer than this readpast understands (" +
+                       std::to_string(pg::kSchemaVersion) + "); upgrade readpast");
+}
+
+// The ids and tokens of refs as the two arrays every fenced statement takes first.
+Params ref_params(std::span<const LeasedRef> refs) {
+  ArrayParam ids(Oid::kInt8), tokens(Oid::kUuid);
+  for (const auto& ref : refs) {
+    ids.add(pg::encode_int8(ref.id));
+    tokens.add(pg::encode_uuid(ref.token));
+  }
+  Params params;
+  params.array(ids).array(tokens);
+  return params;
+}
+
+// Changed ids in the order they were asked for, each once.
+std::vector<JobId> in_request_order(std::span<const JobId> ids, const Rows& rows) {
+  std::set<JobId> changed;
+  for (int r = 0; r < rows.size(); ++r) changed.insert(rows.int8(r, 0));
+  std::vector<JobId> result;
+  for (JobId id : ids) {
+    if (changed.erase(id) > 0) result.push_back(id);
+  }
+  return result;
+}
+
+class PostgresEngine final : public Engine {
+ public:
+  PostgresEngine(pg::SchemaName schema, pg::ConnectionConfig config, const Logger& logger)
+      : schema_(std::move(schema)),
+        sql_(schema_),
+        pool_(config, logger, kPoolConnections),
+        listener_(std::move(config), schema_.channel, logger) {}
+
+  // Connects once; see open_postgres_engine.
+  Status connect() { return pool_.connect_first(); }
+
+  Result<int> migrate() override {
+    auto c = pool_.acquire();
+    if (!c) return fail_with(c.error());
+    // Nothing to do (and no privilege needed) when the schema is current.
+    auto current = read_version(**c);
+    if (!current) return fail_with(current.error());
+    if (*current == pg::kSchemaVersion) return *current;
+    if (*current > pg::kSchemaVersion) return fail_with(too_new(*current));
+
+    auto transaction = Transaction::begin(**c);
+    if (!transaction) return fail_with(transaction.error());
+    // Concurrent `readpast init`s queue here; the second finds the work done. A
+    // transaction-scoped lock, so that it also works through a transaction-mode pooler.
+    const pg::Statement lock{"readpast_migrate_lock",
+                             "SELECT pg_advisory_xact_lock(hashtext('readpast.migrate'), "
+                             "hashtext($1::text))"};
+    if (auto ok = (*c)->exec(lock, Params().text(schema_.name)); !ok) return fail_with(ok.error());
+    if (auto ok = (*c)->exec_script(sql_.create_schema); !ok) return fail_with(ok.error());
+    auto version = read_version(**c);
+    if (!version) return fail_with(version.error());
+    if (*version > pg::kSchemaVersion) return fail_with(too_new(*version));
+    for (int next = *version + 1; next <= pg::kSchemaVersion; ++next) {
+      if (auto ok = (*c)->exec_script(sql_.migrations[static_cast<std::size_t>(next - 1)]); !ok) {
+        if (ok.error().is_unavailable()) return fail_with(ok.error());
+        return fail_with(
+            Error::schema("migration " + std::to_string(next) + " failed: " + ok.error().message));
+      }
+      const pg::Statement record{
+          "readpast_record_version",
+          "INSERT INTO " + schema_.quoted + ".schema_version (version) VALUES ($1::integer)"};
+      if (auto ok = (*c)->exec(record, Params().int4(next)); !ok) return fail_with(ok.error());
+    }
+    if (auto ok = transaction->commit(); !ok) return fail_with(ok.error());
+    return pg::kSchemaVersion;
+  }
+
+  Status check_schema() override {
+    auto c = pool_.acquire();
+    if (!c) return fail_with(c.error());
+    auto version = read_version(**c);
+    if (!version) return fail_with(version.error());
+    if (*version == 0) {
+      return fail_with(Error::schema("the database has no readpast schema (\"" + schema_.name +
+                                     "\"); run `readpast init`"));
+    }
+    if (*version > pg::kSchemaVersion) return fail_with(too_new(*version));
+    if (*version < pg::kSchemaVersion) {
+      return fail_with(Error::schema("database schema version " + std::to_string(*version) +
+                                     " is older than this readpast's (" +
+                                     std::to_string(pg::kSchemaVersion) +
+                                     "); run `readpast init` to upgrade it in place"));
+    }
+    return {};
+  }
+
+  Result<std::vector<Enqueued>> enqueue(std::span<const NewJob> jobs) override {
+    auto c = pool_.acquire();
+    if (!c) return fail_with(c.error());
+    // Without unique keys the batch is one statement, atomic by itself. With them it may
+    // take a second statement (pg_jobs.cpp), so it runs in a transaction.
+    if (!pg::any_unique_key(jobs)) return pg::enqueue_jobs(**c, sql_, jobs);
+    auto transaction = Transaction::begin(**c);
+    if (!transaction) return fail_with(transaction.error());
+    auto results = pg::enqueue_jobs(**c, sql_, jobs);
+    if (!results) return results;
+    if (auto ok = transaction->commit(); !ok) return fail_with(ok.error());
+    return results;
+  }
+
+  Result<std::vector<Job>> lease(const LeaseRequest& request) override {
+    listener_.lease_started(request.queue);
+    auto c = pool_.acquire();
+    if (!c) return fail_with(c.error());
+    auto rows = (*c)->exec(sql_.lease, Params()
+                                           .text(request.queue)
+                                           .text(pg::sanitize_utf8(request.worker_id))
+                                           .int4(request.max_jobs)
+                                           .int8(request.lease_duration.count()));
+    if (!rows) return fail_with(rows.error());
+    std::vector<Job> jobs;
+    jobs.reserve(static_cast<std::size_t>(rows->size()));
+    for (int r = 0; r < rows->size(); ++r) jobs.push_back(pg::read_job(*rows, r));
+    std::sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) {
+      return std::tie(a.priority, a.run_at, a.id) < std::tie(b.priority, b.run_at, b.id);
+    });
+    return jobs;
+  }
+
+  Result<std::vector<bool>> complete(std::span<const LeasedRef> refs, bool delete_row) override {
+    return settle(delete_row ? sql_.complete_delete : sql_.complete, refs, ref_params(refs));
+  }
+
+  Result<std::vector<FailResult>> fail(std::span<const FailItem> items) override {
+    ArrayParam ids(Oid::kInt8), tokens(Oid::kUuid), errors(Oid::kText), retry_after(Oid::kInt8),
+        base(Oid::kInt8), cap(Oid::kInt8), factor(Oid::kFloat8);
+    for (const FailItem& item : items) {
+      ids.add(pg::encode_int8(item.ref.id));
+      tokens.add(pg::encode_uuid(item.ref.token));
+      // last_error is a record for humans: invalid UTF-8 or NULs (a command's stderr)
+      // are replaced, rather than failing the job's settlement.
+      errors.add(pg::sanitize_utf8(item.error));
+      retry_after.add_optional(item.retry_after,
+                               [](Duration d) { return pg::encode_int8(d.count()); });
+      base.add(pg::encode_int8(item.backoff_base.count()));
+      cap.add(pg::encode_int8(item.backoff_cap.count()));
+      factor.add(pg::encode_float8(item.backoff_factor));
+    }
+    auto c = pool_.acquire();
+    if (!c) return fail_with(c.error());
+    auto rows = (*c)->exec(sql_.fail, Params()
+                                          .array(ids)
+                                          .array(tokens)
+                                          .array(errors)
+                                          .array(retry_after)
+                                          .array(base)
+                                          .array(cap)
+                                          .array(factor));
+    if (!rows) return fail_with(rows.error());
+    std::map<std::pair<JobId, std::string>, FailOutcome> outcomes;
+    for (int r = 0; r < rows->size(); ++r) {
+      outcomes.emplace(std::pair(rows->int8(r, 0), rows->uuid_hex(r, 1)),
+                       rows->text(r, 2) == "dead" ? FailOutcome::kDead : FailOutcome::kRetrying);
+    }
+    std::vector<FailResult> results;
+    results.reserve(items.size());
+    for (const FailItem& item : items) {
+      auto it = outcomes.find(std::pair(item.ref.id, item.ref.token.hex()));
+      results.push_back(it == outcomes.end() ? FailResult{} : FailResult{it->second});
+    }
+    return results;
+  }
+
+  Result<std::vector<bool>> extend(std::span<const LeasedRef> refs,
+                                   Duration lease_duration) override {
+    return settle(sql_.extend, refs, ref_params(refs).int8(lease_duration.count()));
+  }
+
+  Result<std::vector<bool>> release(std::span<const LeasedRef> refs, Duration delay) override {
+    return settle(sql_.release, refs, ref_params(refs).int8(delay.count()));
+  }
+
+  Result<bool> wait_for_work(std::string_view queue, Duration timeout) override {
+    // Listen first, then look: a job that becomes available after the look is announced.
+    listener_.subscribe(queue, std::min<Duration>(timeout, kListenPatience));
+    // Ask the database (one index probe) whether a job is due or when the next one will
+    // be: NOTIFY announces enqueues, not the moment a scheduled job comes due.
+    std::optional<std::int64_t> due_in_us;
+    {
+      auto c = pool_.acquire();
+      if (!c) return fail_with(c.error());
+      auto rows = (*c)->exec(sql_.next_due, Params().text(queue));
+      if (!rows) return fail_with(rows.error());
+      if (rows->size() == 1) due_in_us = rows->optional_int8(0, 0);
+    }
+    if (due_in_us && *due_in_us <= 0) {
+      // A job is due, yet the caller's lease found none: it is locked by a transaction
+      // still open (another worker's lease in flight, or a caller's outbox transaction).
+      // Return soon, but not at once, so that a caller's loop does not spin.
+      listener_.wait(queue, std::min<Duration>(timeout, kLockedDueRecheck));
+      return true;
+    }
+    Duration limit = timeout;
+    if (due_in_us) limit = std::min(limit, Duration(*due_in_us));
+    if (listener_.wait(queue, limit)) return true;
+    return limit < timeout;  // woken by the schedule: the next job is due now
+  }
+
+  Result<std::int64_t> rescue_expired(std::string_view queue) override {
+    // Batches of kRescueBatch keep each statement short after a mass expiry.
+    std::int64_t total = 0;
+    while (true) {
+      auto c = pool_.acquire();
+      if (!c) return fail_with(c.error());
+      auto rows = (*c)->exec(sql_.rescue, Params().text(queue).int4(kRescueBatch));
+      if (!rows) return fail_with(rows.error());
+      total += rows->affected();
+      if (rows->affected() < kRescueBatch) return total;
+    }
+  }
+
+  Result<std::vector<JobId>> cancel(std::span<const JobId> ids) override {
+    return change(sql_.cancel, ids);
+  }
+
+  Result<std::vector<JobId>> retry(std::span<const JobId> ids) override {
+    return change(sql_.retry, ids);
+  }
+
+  Result<std::int64_t> retry_all(std::string_view queue, JobState state) override {
+    auto c = pool_.acquire();
+    if (!c) return fail_with(c.error());
+    auto rows = (*c)->exec(sql_.retry_all, Params().text(queue).text(to_string(state)));
+    if (!rows) return fail_with(rows.error());
+    return rows->affected();
+  }
+
+  Result<std::int64_t> purge(const PurgeRequest& request) override {
+    // The cutoff is fixed once, on the database's clock, so that a long purge does not
+    // chase rows finishing now. Each batch is its own short statement.
+    auto c = pool_.acquire();
+    if (!c) return fail_with(c.error());
+    auto now = (*c)->exec(sql_.now, Params());
+    if (!now) return fail_with(now.error());
+    const TimePoint cutoff = now->timestamptz(0, 0) - request.older_than.value_or(Duration::zero());
+    std::int64_t total = 0;
+    std::int64_t budget = request.limit.value_or(std::numeric_limits<int>::max());
+    while (budget > 0) {
+      const int batch = static_cast<int>(std::min<std::int64_t>(budget, kPurgeBatch));
+      auto rows = (*c)->exec(sql_.purge, Params()
+                                             .text(request.queue)
+                                             .text(to_string(request.state))
+                                             .timestamptz(cutoff)
+                                             .int4(batch));
+      if (!rows) return fail_with(rows.error());
+      total += rows->affected();
+      budget -= rows->affected();
+      if (rows->affected() < batch) break;
+    }
+    return total;
+  }
+
+  Result<std::vector<QueueStats>> stats(std::optional<std::string_view> queue) override {
+    auto c = pool_.acquire();
+    if (!c) return fail_with(c.error());
+    Params params;
+    if (queue) {
+      params.text(*queue);
+    } else {
+      params.add_null();
+    }
+    auto rows = (*c)->exec(sql_.stats, params);
+    if (!rows) return fail_with(rows.error());
+    std::map<std::string, QueueStats> by_queue;
+    for (int r = 0; r < rows->size(); ++r) {
+      std::string name = rows->text(r, 0);
+      QueueStats& q = by_queue[name];
+      q.queue = name;
+      const std::int64_t count = rows->int8(r, 2);
+      switch (parse_job_state(rows->text(r, 1)).value_or(JobState::kAvailable)) {
+        case JobState::kAvailable:
+          q.available = count;
+          q.scheduled = rows->int8(r, 3);
+          q.oldest_available_age = Duration(rows->optional_int8(r, 4).value_or(0));
+          break;
+        case JobState::kRunning:
+          q.running = count;
+          break;
+        case JobState::kSucceeded:
+          q.succeeded = count;
+          break;
+        case JobState::kDead:
+          q.dead = count;
+          break;
+        case JobState::kCancelled:
+          q.cancelled = count;
+          break;
+      }
+    }
+    std::vector<QueueStats> result;
+    result.reserve(by_queue.size());
+    for (auto& [name, q] : by_queue) result.push_back(std::move(q));
+    return result;
+  }
+
+  Result<std::vector<Job>> list(const ListRequest& request) override {
+    const pg::Statement& statement = request.queue
+                                         ? (request.state ? sql_.list_queue_state : sql_.list_queue)
+                                         : (request.state ? sql_.list_state : sql_.list_all);
+    Params params;
+    params.int8(request.after_id.value_or(0)).int4(request.limit);
+    if (request.queue) params.text(*request.queue);
+    if (request.state) params.text(to_string(*request.state));
+    auto c = pool_.acquire();
+    if (!c) return fail_with(c.error());
+    auto rows = (*c)->exec(statement, params);
+    if (!rows) return fail_with(rows.error());
+    std::vector<Job> jobs;
+    jobs.reserve(static_cast<std::size_t>(rows->size()));
+    for (int r = 0; r < rows->size(); ++r) jobs.push_back(pg::read_job(*rows, r));
+    return jobs;
+  }
+
+  Result<std::optional<Job>> get(JobId id) override {
+    auto c = pool_.acquire();
+    if (!c) return fail_with(c.error());
+    auto rows = (*c)->exec(sql_.get, Params().int8(id));
+    if (!rows) return fail_with(rows.error());
+    if (rows->size() == 0) return std::optional<Job>{};
+    return std::optional<Job>(pg::read_job(*rows, 0));
+  }
+
+ private:
+  // The schema version, 0 when the schema or its version table does not exist.
+  Result<int> read_version(Connection& c) {
+    auto rows = c.exec(sql_.schema_version, Params());
+    if (!rows) {
+      if (rows.error().code == ErrorCode::kSchema) return 0;
+      return fail_with(rows.error());
+    }
+    if (rows->size() == 0 || rows->is_null(0, 0)) return 0;
+    return rows->int4(0, 0);
+  }
+
+  // Runs a fenced statement whose rows are the (id, token) of the refs that matched.
+  // A re-sent call (after a dropped connection left the first one's outcome unknown)
+  // matches nothing if the first one committed: see kCompleteSql.
+  Result<std::vector<bool>> settle(const pg::Statement& statement, std::span<const LeasedRef> refs,
+                                   const Params& params) {
+    auto c = pool_.acquire();
+    if (!c) return fail_with(c.error());
+    auto rows = (*c)->exec(statement, params);
+    if (!rows) return fail_with(rows.error());
+    std::set<std::pair<JobId, std::string>> matched;
+    for (int r = 0; r < rows->size(); ++r) matched.emplace(rows->int8(r, 0), rows->uuid_hex(r, 1));
+    std::vector<bool> accepted;
+    accepted.reserve(refs.size());
+    for (const auto& ref : refs) accepted.push_back(matched.contains({ref.id, ref.token.hex()}));
+    return accepted;
+  }
+
+  Result<std::vector<JobId>> change(const pg::Statement& statement, std::span<const JobId> ids) {
+    ArrayParam array(Oid::kInt8);
+    for (JobId id : ids) array.add(pg::encode_int8(id));
+    auto c = pool_.acquire();
+    if (!c) return fail_with(c.error());
+    auto rows = (*c)->exec(statement, Params().array(array));
+    if (!rows) return fail_with(rows.error());
+    return in_request_order(ids, *rows);
+  }
+
+  // Constant after construction.
+  const pg::SchemaName schema_;
+  const pg::Sql sql_;
+  // Internally synchronized.
+  pg::ConnectionPool pool_;
+  pg::Listener listener_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> open_postgres_engine(const DatabaseUrl& url,
+                                                     const QueueOptions& options) {
+  auto it = url.params.find("schema");
+  auto schema = pg::SchemaName::parse(it == url.params.end() ? "readpast" : it->second);
+  if (!schema) {
+    return fail_with(
+        Error::invalid_argument("bad URL '" + url.redacted + "': " + schema.error().message));
+  }
+  auto config = pg::make_connection_config(url);
+  if (!config) return fail_with(config.error());
+  auto engine =
+      std::make_unique<PostgresEngine>(std::move(*schema), std::move(*config), options.logger);
+  if (auto ok = engine->connect(); !ok) return fail_with(ok.error());
+  return std::unique_ptr<Engine>(std::move(engine));
+}
+
+}  // namespace readpast::detail

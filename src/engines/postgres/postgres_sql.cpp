@@ -1,0 +1,646 @@
+// engines/postgres/postgres_sql.cpp — the SQL text of the PostgreSQL engine and its schema.
+// See postgres_sql.hpp for the placeholders and the conventions; docs/postgres.md explains
+// the schema and docs/sql.md the functions that migration 1 installs.
+#include "engines/postgres/postgres_sql.hpp"
+
+#include <array>
+
+namespace readpast::detail::pg {
+namespace {
+
+// Replaces {S} and {CHANNEL}; the values are validated (SchemaName::parse), so they
+// cannot contain quotes or braces.
+std::string expand(std::string_view text, const SchemaName& schema) {
+  std::string out;
+  out.reserve(text.size() + 64);
+  const std::string channel_literal = "'" + schema.channel + "'";
+  for (std::size_t i = 0; i < text.size();) {
+    if (text.substr(i, 3) == "{S}") {
+      out += schema.quoted;
+      i += 3;
+    } else if (text.substr(i, 9) == "{CHANNEL}") {
+      out += channel_literal;
+      i += 9;
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
+#define READPAST_PG_JOB_COLUMNS                                                               \
+  "j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.lease_token, " \
+  "j.leased_by, j.lease_expires_at, j.enqueued_at, j.started_at, j.finished_at, "             \
+  "j.unique_key, j.last_error, j.payload"
+
+constexpr std::string_view kSchemaVersionSql = "SELECT max(version) FROM {S}.schema_version";
+
+// Batch enqueue in one statement. Ids are drawn from the table's sequence up front, in
+// input order, so that each input row can be matched to what the INSERT did: an input
+// whose new_id comes back from RETURNING was inserted; otherwise its unique key was held,
+// and the holder is either an earlier row of this same batch (found in `inserted`) or a
+// row visible to this statement's snapshot. A holder committed by another transaction
+// after the snapshot was taken is invisible here (ON CONFLICT still saw it): id is then
+// NULL and the engine looks again with a new statement (see pg_jobs.cpp).
+constexpr std::string_view kEnqueueSql = R"sql(
+WITH input AS (
+  SELECT t.ord, t.queue, t.payload, t.priority, t.run_at, t.delay_us, t.max_attempts,
+         t.unique_key, nextval('{S}.jobs_id_seq') AS new_id
+  FROM unnest($1::text[], $2::bytea[], $3::integer[], $4::timestamptz[], $5::bigint[],
+              $6::integer[], $7::text[])
+       WITH ORDINALITY AS t(queue, payload, priority, run_at, delay_us, max_attempts,
+                            unique_key, ord)
+  ORDER BY t.ord
+), inserted AS (
+  INSERT INTO {S}.jobs AS j (id, queue, payload, priority, run_at, max_attempts, unique_key)
+  OVERRIDING SYSTEM VALUE
+  SELECT i.new_id, i.queue, i.payload, i.priority,
+         coalesce(i.run_at,
+                  statement_timestamp() + coalesce(i.delay_us, 0) * interval '1 microsecond'),
+         i.max_attempts, i.unique_key
+  FROM input i
+  ORDER BY i.ord
+  ON CONFLICT (queue, unique_key)
+    WHERE unique_key IS NOT NULL AND state IN ('available', 'running')
+    DO NOTHING
+  RETURNING j.id, j.queue, j.unique_key
+)
+SELECT i.ord, coalesce(ins.id, batch_holder.id, holder.id) AS id, ins.id IS NOT NULL AS inserted
+FROM input i
+LEFT JOIN inserted ins ON ins.id = i.new_id
+LEFT JOIN LATERAL (
+  SELECT b.id FROM inserted b
+  WHERE ins.id IS NULL AND b.queue = i.queue AND b.unique_key = i.unique_key
+  LIMIT 1
+) batch_holder ON true
+LEFT JOIN LATERAL (
+  SELECT h.id FROM {S}.jobs h
+  WHERE ins.id IS NULL AND h.queue = i.queue AND h.unique_key = i.unique_key
+    AND h.state IN ('available', 'running')
+  LIMIT 1
+) holder ON true
+ORDER BY i.ord
+)sql";
+
+// The lease: ONE statement. The CTE walks jobs_lease_idx in hand-out order and locks up to
+// $3 rows, skipping rows that another transaction has locked (another worker leasing or
+// settling them) instead of waiting for it. Under READ COMMITTED, FOR UPDATE re-checks the
+// WHERE clause against the newest version of each row it locks, so a row that another
+// worker leased (and committed) after this statement's snapshot is not taken again. The
+// UPDATE then changes exactly the rows this statement holds locks on; it repeats the state
+// test only as a second line of defence. RETURNING order is unspecified: the engine sorts.
+// The uncorrelated EXISTS is evaluated once, on jobs_due_idx, before the walk: when no job
+// is due it stops the statement at once, instead of walking past every scheduled job.
+constexpr std::string_view kLeaseSql = R"sql(
+WITH picked AS (
+  SELECT j.id FROM {S}.jobs j
+  WHERE j.queue = $1::text AND j.state = 'available' AND j.run_at <= statement_timestamp()
+    AND EXISTS (SELECT 1 FROM {S}.jobs d
+                WHERE d.queue = $1::text AND d.state = 'available'
+                  AND d.run_at <= statement_timestamp())
+  ORDER BY j.priority, j.run_at, j.id
+  LIMIT $3::integer
+  FOR UPDATE SKIP LOCKED
+)
+UPDATE {S}.jobs j
+SET state = 'running',
+    attempts = j.attempts + 1,
+    lease_token = {S}.new_lease_token(),
+    leased_by = $2::text,
+    lease_expires_at = statement_timestamp() + $4::bigint * interval '1 microsecond',
+    started_at = statement_timestamp()
+FROM picked
+WHERE j.id = picked.id AND j.state = 'available'
+RETURNING )sql" READPAST_PG_JOB_COLUMNS;
+
+// Every settling statement is fenced: it changes a row only while the row is running
+// under the given token. This is what makes a re-sent complete or fail (after a dropped
+// connection left its outcome unknown) safe: the first one that committed ended the lease,
+// so the re-sent one matches no row and reports the lease lost; it can neither complete
+// the job twice nor touch a later attempt that another worker holds.
+constexpr std::string_view kCompleteSql = R"sql(
+UPDATE {S}.jobs j
+SET state = 'succeeded', finished_at = statement_timestamp(), lease_expires_at = NULL
+FROM unnest($1::bigint[], $2::uuid[]) AS r(id, token)
+WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
+RETURNING j.id, r.token
+)sql";
+
+constexpr std::string_view kCompleteDeleteSql = R"sql(
+DELETE FROM {S}.jobs j
+USING unnest($1::bigint[], $2::uuid[]) AS r(id, token)
+WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
+RETURNING j.id, r.token
+)sql";
+
+// A dead job keeps its run_at; a retried one gets now + retry_after, or the backoff of the
+// attempt that just failed (j.attempts, read under the fence).
+constexpr std::string_view kFailSql = R"sql(
+UPDATE {S}.jobs j
+SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'available' END,
+    finished_at = CASE WHEN j.attempts >= j.max_attempts THEN statement_timestamp() END,
+    run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at
+                  ELSE statement_timestamp()
+                       + coalesce(r.retry_after_us * interval '1 microsecond',
+                                  {S}.backoff_delay(j.attempts, r.base_us, r.cap_us, r.factor))
+             END,
+    last_error = r.error,
+    lease_expires_at = NULL
+FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[],
+            $7::double precision[])
+     AS r(id, token, error, retry_after_us, base_us, cap_us, factor)
+WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
+RETURNING j.id, r.token, j.state
+)sql";
+
+constexpr std::string_view kExtendSql = R"sql(
+UPDATE {S}.jobs j
+SET lease_expires_at = statement_timestamp() + $3::bigint * interval '1 microsecond'
+FROM unnest($1::bigint[], $2::uuid[]) AS r(id, token)
+WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
+RETURNING j.id, r.token
+)sql";
+
+// Gives back the attempt the lease spent.
+constexpr std::string_view kReleaseSql = R"sql(
+UPDATE {S}.jobs j
+SET state = 'available',
+    run_at = statement_timestamp() + $3::bigint * interval '1 microsecond',
+    attempts = greatest(j.attempts - 1, 0),
+    lease_expires_at = NULL
+FROM unnest($1::bigint[], $2::uuid[]) AS r(id, token)
+WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
+RETURNING j.id, r.token
+)sql";
+
+// Expired leases of one queue, oldest first, at most $2 per statement: walks
+// jobs_expiry_idx, which holds running jobs only, so it costs the same with ten or ten
+// million jobs waiting. SKIP LOCKED: a row locked right now is being settled by its
+// worker, which is the better outcome. Shared with the SQL function rescue_expired().
+constexpr std::string_view kRescueSql = R"sql(
+WITH expired AS (
+  SELECT j.id FROM {S}.jobs j
+  WHERE j.queue = $1::text AND j.state = 'running'
+    AND j.lease_expires_at <= statement_timestamp()
+  ORDER BY j.lease_expires_at
+  LIMIT $2::integer
+  FOR UPDATE SKIP LOCKED
+)
+UPDATE {S}.jobs j
+SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'available' END,
+    finished_at = CASE WHEN j.attempts >= j.max_attempts THEN statement_timestamp() END,
+    run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at
+                  ELSE statement_timestamp() END,
+    last_error = CASE WHEN j.attempts >= j.max_attempts
+                      THEN 'lease expired after ' || j.attempts || ' attempts (worker lost)'
+                      ELSE 'lease expired (worker lost)' END,
+    lease_expires_at = NULL
+FROM expired
+WHERE j.id = expired.id AND j.state = 'running'
+)sql";
+
+constexpr std::string_view kCancelSql = R"sql(
+UPDATE {S}.jobs j
+SET state = 'cancelled', finished_at = statement_timestamp(), lease_expires_at = NULL
+WHERE j.id = ANY($1::bigint[]) AND j.state IN ('available', 'running')
+RETURNING j.id
+)sql";
+
+// A unique key held by a live job makes this fail with unique_violation → kConflict.
+constexpr std::string_view kRetrySql = R"sql(
+UPDATE {S}.jobs j
+SET state = 'available', attempts = 0, run_at = statement_timestamp(), finished_at = NULL,
+    lease_expires_at = NULL
+WHERE j.id = ANY($1::bigint[]) AND j.state IN ('dead', 'cancelled')
+RETURNING j.id
+)sql";
+
+constexpr std::string_view kRetryAllSql = R"sql(
+UPDATE {S}.jobs j
+SET state = 'available', attempts = 0, run_at = statement_timestamp(), finished_at = NULL,
+    lease_expires_at = NULL
+WHERE j.queue = $1::text AND j.state = $2::text AND j.state IN ('dead', 'cancelled')
+)sql";
+
+// One small batch of a purge; walks jobs_finished_idx.
+constexpr std::string_view kPurgeSql = R"sql(
+DELETE FROM {S}.jobs j
+WHERE j.id IN (
+  SELECT d.id FROM {S}.jobs d
+  WHERE d.queue = $1::text AND d.state = $2::text
+    AND d.state IN ('succeeded', 'dead', 'cancelled')
+    AND d.finished_at <= $3::timestamptz
+  ORDER BY d.finished_at
+  LIMIT $4::integer
+  FOR UPDATE SKIP LOCKED
+)
+)sql";
+
+constexpr std::string_view kNowSql = "SELECT statement_timestamp()";
+
+// Microseconds until the queue's next available job is due (<= 0: one is due now); NULL
+// when the queue has no available job. One probe of jobs_due_idx.
+constexpr std::string_view kNextDueSql = R"sql(
+SELECT (extract(epoch FROM min(j.run_at) - statement_timestamp()) * 1000000)::bigint
+FROM {S}.jobs j
+WHERE j.queue = $1::text AND j.state = 'available'
+)sql";
+
+// One row per (queue, state). Each branch matches one partial index, so the statistics of
+// one queue read only that queue's index entries, without an index of their own.
+constexpr std::string_view kStatsSql = R"sql(
+SELECT j.queue, 'available'::text,
+       count(*),
+       count(*) FILTER (WHERE j.run_at > statement_timestamp()),
+       (extract(epoch FROM statement_timestamp()
+                - min(j.run_at) FILTER (WHERE j.run_at <= statement_timestamp()))
+        * 1000000)::bigint
+FROM {S}.jobs j
+WHERE j.state = 'available' AND ($1::text IS NULL OR j.queue = $1::text)
+GROUP BY j.queue
+UNION ALL
+SELECT j.queue, 'running'::text, count(*), 0::bigint, NULL::bigint
+FROM {S}.jobs j
+WHERE j.state = 'running' AND ($1::text IS NULL OR j.queue = $1::text)
+GROUP BY j.queue
+UNION ALL
+SELECT j.queue, j.state, count(*), 0::bigint, NULL::bigint
+FROM {S}.jobs j
+WHERE j.state IN ('succeeded', 'dead', 'cancelled') AND ($1::text IS NULL OR j.queue = $1::text)
+GROUP BY j.queue, j.state
+)sql";
+
+#define READPAST_PG_LIST_SELECT "SELECT " READPAST_PG_JOB_COLUMNS " FROM {S}.jobs j "
+constexpr std::string_view kListAllSql =
+    READPAST_PG_LIST_SELECT "WHERE j.id > $1::bigint ORDER BY j.id LIMIT $2::integer";
+constexpr std::string_view kListQueueSql = READPAST_PG_LIST_SELECT
+    "WHERE j.id > $1::bigint AND j.queue = $3::text ORDER BY j.id LIMIT $2::integer";
+constexpr std::string_view kListStateSql = READPAST_PG_LIST_SELECT
+    "WHERE j.id > $1::bigint AND j.state = $3::text ORDER BY j.id LIMIT $2::integer";
+constexpr std::string_view kListQueueStateSql = READPAST_PG_LIST_SELECT
+    "WHERE j.id > $1::bigint AND j.queue = $3::text AND j.state = $4::text "
+    "ORDER BY j.id LIMIT $2::integer";
+constexpr std::string_view kGetSql = READPAST_PG_LIST_SELECT "WHERE j.id = $1::bigint";
+#undef READPAST_PG_LIST_SELECT
+
+// The advisory lock key is derived from the schema name inside migrate(); this creates the
+// schema and the version table, both idempotent.
+constexpr std::string_view kCreateSchemaSql = R"sql(
+CREATE SCHEMA IF NOT EXISTS {S};
+CREATE TABLE IF NOT EXISTS {S}.schema_version (
+  version    integer     PRIMARY KEY,
+  applied_at timestamptz NOT NULL DEFAULT now()
+);
+)sql";
+
+// Migration 1: the jobs table, its indexes, the wake-up triggers and the SQL interface.
+// Written once and never edited after release: a change is a new migration.
+constexpr std::string_view kMigration1 = R"sql(
+CREATE TABLE {S}.jobs (
+  id               bigint      GENERATED ALWAYS AS IDENTITY (SEQUENCE NAME {S}.jobs_id_seq)
+                               PRIMARY KEY,
+  queue            text        NOT NULL CHECK (queue ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$'),
+  state            text        NOT NULL DEFAULT 'available'
+                   CHECK (state IN ('available', 'running', 'succeeded', 'dead', 'cancelled')),
+  priority         integer     NOT NULL DEFAULT 100,
+  run_at           timestamptz NOT NULL DEFAULT statement_timestamp(),
+  attempts         integer     NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+  max_attempts     integer     NOT NULL DEFAULT 25 CHECK (max_attempts >= 1),
+  lease_token      uuid,
+  leased_by        text,
+  lease_expires_at timestamptz,
+  enqueued_at      timestamptz NOT NULL DEFAULT statement_timestamp(),
+  started_at       timestamptz,
+  finished_at      timestamptz,
+  unique_key       text,
+  last_error       text,
+  payload          bytea       NOT NULL DEFAULT ''::bytea,
+  -- A running job always has a lease that can be fenced and that expires.
+  CONSTRAINT jobs_running_has_lease
+    CHECK (state <> 'running' OR (lease_token IS NOT NULL AND lease_expires_at IS NOT NULL))
+) WITH (
+  -- Every job is updated two or three times in its life (lease, then complete or fail).
+  -- Leave room on each page so that the new row version usually lands on the same page.
+  fillfactor = 80,
+  -- Vacuum after 1% of the rows changed instead of 20%: dead versions of leased and
+  -- finished jobs otherwise pile up in the lease index faster than the default notices.
+  autovacuum_vacuum_scale_factor = 0.01,
+  autovacuum_vacuum_threshold = 1000,
+  autovacuum_vacuum_insert_scale_factor = 0.01,
+  autovacuum_analyze_scale_factor = 0.02,
+  -- Let vacuum of this table run at full speed: it is small work done often.
+  autovacuum_vacuum_cost_delay = 0
+);
+
+-- lease: the next available jobs of a queue in hand-out order.
+CREATE INDEX jobs_lease_idx ON {S}.jobs (queue, priority, run_at, id)
+  WHERE state = 'available';
+-- wait_for_work and the lease's first check: is a job of the queue due, and when is the
+-- next one? (jobs_lease_idx cannot say without walking every scheduled job.)
+CREATE INDEX jobs_due_idx ON {S}.jobs (queue, run_at)
+  WHERE state = 'available';
+-- rescue: running jobs of a queue by lease expiry.
+CREATE INDEX jobs_expiry_idx ON {S}.jobs (queue, lease_expires_at)
+  WHERE state = 'running';
+-- unique keys are held by live jobs only; the ON CONFLICT target of enqueue.
+CREATE UNIQUE INDEX jobs_unique_key_idx ON {S}.jobs (queue, unique_key)
+  WHERE unique_key IS NOT NULL AND state IN ('available', 'running');
+-- purge and retention: finished jobs of a queue by age.
+CREATE INDEX jobs_finished_idx ON {S}.jobs (queue, state, finished_at)
+  WHERE state IN ('succeeded', 'dead', 'cancelled');
+
+-- 128 random bits from the server's strong random source. gen_random_uuid() gives 122
+-- random bits (6 are fixed version/variant bits), so two of them are hashed together.
+CREATE FUNCTION {S}.new_lease_token() RETURNS uuid
+LANGUAGE sql VOLATILE PARALLEL SAFE AS $fn$
+  SELECT encode(substr(sha256(uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid())),
+                       1, 16), 'hex')::uuid
+$fn$;
+
+-- min(cap, base * 2^(attempts - 1)) * factor, in microseconds as an interval; the exponent
+-- is clamped at 40 like Backoff::delay_after, and the arithmetic is in double precision so
+-- it cannot overflow.
+CREATE FUNCTION {S}.backoff_delay(attempts integer, base_us bigint, cap_us bigint,
+                                  factor double precision) RETURNS interval
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+  SELECT interval '1 microsecond'
+         * trunc(least($3::double precision,
+                       $2 * power(2::double precision, least(greatest($1 - 1, 0), 40))) * $4)
+$fn$;
+
+-- Wake-up: NOTIFY {CHANNEL} with the queue's name when a job becomes available to run
+-- now. Delivered when the transaction commits; repeats within a transaction are merged
+-- by PostgreSQL. Because it is a trigger, a plain INSERT by any program wakes workers too.
+CREATE FUNCTION {S}.notify_inserted() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  PERFORM pg_notify({CHANNEL}, q.queue)
+  FROM (SELECT DISTINCT n.queue FROM new_jobs n
+        WHERE n.state = 'available' AND n.run_at <= statement_timestamp()) q;
+  RETURN NULL;
+END
+$fn$;
+CREATE TRIGGER jobs_notify_inserted AFTER INSERT ON {S}.jobs
+  REFERENCING NEW TABLE AS new_jobs
+  FOR EACH STATEMENT EXECUTE FUNCTION {S}.notify_inserted();
+
+CREATE FUNCTION {S}.notify_available() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  PERFORM pg_notify({CHANNEL}, NEW.queue);
+  RETURN NULL;
+END
+$fn$;
+-- Row level with a WHEN clause: lease and complete, which never make a job available,
+-- pay for the condition only.
+CREATE TRIGGER jobs_notify_available AFTER UPDATE ON {S}.jobs
+  FOR EACH ROW
+  WHEN (NEW.state = 'available' AND OLD.state <> 'available'
+        AND NEW.run_at <= statement_timestamp())
+  EXECUTE FUNCTION {S}.notify_available();
+
+-- ---------------------------------------------------------------------------------------
+-- The SQL interface (docs/sql.md). Parameters are referred to by position in the bodies,
+-- so that their names (which callers may use: priority => 5) never clash with columns.
+
+CREATE FUNCTION {S}.enqueue(queue text, payload bytea DEFAULT ''::bytea,
+                            priority integer DEFAULT 100, run_at timestamptz DEFAULT NULL,
+                            delay interval DEFAULT NULL, max_attempts integer DEFAULT 25,
+                            unique_key text DEFAULT NULL)
+RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE
+  job_id bigint;
+BEGIN
+  IF $4 IS NOT NULL AND $5 IS NOT NULL THEN
+    RAISE EXCEPTION 'give run_at or delay, not both' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  LOOP
+    INSERT INTO {S}.jobs AS j (queue, payload, priority, run_at, max_attempts, unique_key)
+    VALUES ($1, $2, $3, coalesce($4, statement_timestamp() + coalesce($5, interval '0')), $6, $7)
+    ON CONFLICT (queue, unique_key)
+      WHERE unique_key IS NOT NULL AND state IN ('available', 'running')
+      DO NOTHING
+    RETURNING j.id INTO job_id;
+    IF job_id IS NOT NULL THEN
+      RETURN job_id;
+    END IF;
+    -- The key is held: return the holder. Each statement of this function takes a new
+    -- snapshot, so a holder committed after the INSERT's snapshot is visible here.
+    SELECT j.id INTO job_id FROM {S}.jobs j
+    WHERE j.queue = $1 AND j.unique_key = $7 AND j.state IN ('available', 'running');
+    IF job_id IS NOT NULL THEN
+      RETURN job_id;
+    END IF;
+    -- The holder finished in between: insert again.
+  END LOOP;
+END
+$fn$;
+
+CREATE FUNCTION {S}.enqueue(queue text, payload text, priority integer DEFAULT 100,
+                            run_at timestamptz DEFAULT NULL, delay interval DEFAULT NULL,
+                            max_attempts integer DEFAULT 25, unique_key text DEFAULT NULL)
+RETURNS bigint LANGUAGE sql VOLATILE AS $fn$
+  SELECT {S}.enqueue($1, convert_to($2, 'UTF8'), $3, $4, $5, $6, $7)
+$fn$;
+
+CREATE FUNCTION {S}.enqueue_many(queue text, payloads bytea[], priority integer DEFAULT 100,
+                                 run_at timestamptz DEFAULT NULL, delay interval DEFAULT NULL,
+                                 max_attempts integer DEFAULT 25,
+                                 unique_keys text[] DEFAULT NULL)
+RETURNS SETOF bigint LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+BEGIN
+  FOR i IN 1 .. coalesce(array_length($2, 1), 0) LOOP
+    RETURN NEXT {S}.enqueue($1, $2[i], $3, $4, $5, $6, $7[i]);
+  END LOOP;
+END
+$fn$;
+
+CREATE FUNCTION {S}.enqueue_many(queue text, payloads text[], priority integer DEFAULT 100,
+                                 run_at timestamptz DEFAULT NULL, delay interval DEFAULT NULL,
+                                 max_attempts integer DEFAULT 25,
+                                 unique_keys text[] DEFAULT NULL)
+RETURNS SETOF bigint LANGUAGE sql VOLATILE AS $fn$
+  SELECT {S}.enqueue_many($1, array(SELECT convert_to(p, 'UTF8') FROM unnest($2) AS p),
+                          $3, $4, $5, $6, $7)
+$fn$;
+
+CREATE FUNCTION {S}.rescue_expired(queue text, batch integer DEFAULT 10000)
+RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE
+  moved bigint;
+BEGIN
+  {RESCUE};
+  GET DIAGNOSTICS moved = ROW_COUNT;
+  RETURN moved;
+END
+$fn$;
+
+-- The same statement as the engine's lease, after a rescue of expired leases (a program
+-- that uses only SQL has no worker runtime to do that for it).
+CREATE FUNCTION {S}.lease(queue text, worker text, max_jobs integer DEFAULT 1,
+                          lease_duration interval DEFAULT interval '30 seconds')
+RETURNS SETOF {S}.jobs LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+BEGIN
+  PERFORM {S}.rescue_expired($1);
+  RETURN QUERY
+  WITH picked AS (
+    SELECT j.id FROM {S}.jobs j
+    WHERE j.queue = $1 AND j.state = 'available' AND j.run_at <= statement_timestamp()
+      AND EXISTS (SELECT 1 FROM {S}.jobs d
+                  WHERE d.queue = $1 AND d.state = 'available'
+                    AND d.run_at <= statement_timestamp())
+    ORDER BY j.priority, j.run_at, j.id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+  ), leased AS (
+    UPDATE {S}.jobs j
+    SET state = 'running',
+        attempts = j.attempts + 1,
+        lease_token = {S}.new_lease_token(),
+        leased_by = $2,
+        lease_expires_at = statement_timestamp() + $4,
+        started_at = statement_timestamp()
+    FROM picked
+    WHERE j.id = picked.id AND j.state = 'available'
+    RETURNING j.*
+  )
+  SELECT * FROM leased l ORDER BY l.priority, l.run_at, l.id;
+END
+$fn$;
+
+CREATE FUNCTION {S}.complete(id bigint, lease_token uuid)
+RETURNS boolean LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+BEGIN
+  UPDATE {S}.jobs j
+  SET state = 'succeeded', finished_at = statement_timestamp(), lease_expires_at = NULL
+  WHERE j.id = $1 AND j.state = 'running' AND j.lease_token = $2;
+  RETURN FOUND;
+END
+$fn$;
+
+-- Returns the job's new state: 'available' (it will be retried) or 'dead'; NULL when the
+-- lease was lost. Without retry_after, the default backoff: 1s doubling up to 1h, less a
+-- random 0-20%.
+CREATE FUNCTION {S}.fail(id bigint, lease_token uuid, error text,
+                         retry_after interval DEFAULT NULL)
+RETURNS text LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE
+  new_state text;
+BEGIN
+  UPDATE {S}.jobs j
+  SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'available' END,
+      finished_at = CASE WHEN j.attempts >= j.max_attempts THEN statement_timestamp() END,
+      run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at
+                    ELSE statement_timestamp()
+                         + coalesce($4, {S}.backoff_delay(j.attempts, 1000000, 3600000000,
+                                                          1 - 0.2 * random()))
+               END,
+      last_error = $3,
+      lease_expires_at = NULL
+  WHERE j.id = $1 AND j.state = 'running' AND j.lease_token = $2
+  RETURNING j.state INTO new_state;
+  RETURN new_state;
+END
+$fn$;
+
+CREATE FUNCTION {S}.extend(id bigint, lease_token uuid,
+                           lease_duration interval DEFAULT interval '30 seconds')
+RETURNS boolean LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+BEGIN
+  UPDATE {S}.jobs j SET lease_expires_at = statement_timestamp() + $3
+  WHERE j.id = $1 AND j.state = 'running' AND j.lease_token = $2;
+  RETURN FOUND;
+END
+$fn$;
+
+CREATE FUNCTION {S}.release(id bigint, lease_token uuid, delay interval DEFAULT interval '0')
+RETURNS boolean LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+BEGIN
+  UPDATE {S}.jobs j
+  SET state = 'available', run_at = statement_timestamp() + $3,
+      attempts = greatest(j.attempts - 1, 0), lease_expires_at = NULL
+  WHERE j.id = $1 AND j.state = 'running' AND j.lease_token = $2;
+  RETURN FOUND;
+END
+$fn$;
+)sql";
+
+std::string migration1(const SchemaName& schema) {
+  std::string text(kMigration1);
+  // The rescue statement of the engine is also the body of rescue_expired().
+  const std::string_view marker = "{RESCUE}";
+  auto at = text.find(marker);
+  text.replace(at, marker.size(), kRescueSql);
+  return expand(text, schema);
+}
+
+Statement make(const char* name, std::string_view text, const SchemaName& schema) {
+  return Statement{std::string("readpast_") + name, expand(text, schema)};
+}
+
+bool is_alnum(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+}  // namespace
+
+Result<SchemaName> SchemaName::parse(std::string_view name) {
+  constexpr std::size_t kMaxSchemaBytes = 58;
+  auto invalid = [&](std::string_view why) {
+    std::string shown;
+    for (char c : name.substr(0, 64)) shown += (c >= 0x20 && c < 0x7f) ? c : '?';
+    return fail_with(
+        Error::invalid_argument("invalid schema name '" + shown + "': " + std::string(why)));
+  };
+  if (name.empty()) return invalid("it is empty");
+  if (name.size() > kMaxSchemaBytes) return invalid("longer than 58 characters");
+  if (!is_alnum(name.front())) return invalid("must start with a letter or digit");
+  for (char c : name) {
+    if (!is_alnum(c) && c != '_' && c != '.' && c != '-') {
+      return invalid("only letters, digits, '_', '.' and '-' are allowed");
+    }
+  }
+  if (name.starts_with("pg_")) return invalid("names starting with pg_ are PostgreSQL's");
+  SchemaName schema;
+  schema.name = std::string(name);
+  schema.quoted = "\"" + schema.name + "\"";
+  schema.channel = schema.name + ".jobs";
+  return schema;
+}
+
+Sql::Sql(const SchemaName& schema)
+    : schema_version(make("schema_version", kSchemaVersionSql, schema)),
+      enqueue(make("enqueue", kEnqueueSql, schema)),
+      lease(make("lease", kLeaseSql, schema)),
+      complete(make("complete", kCompleteSql, schema)),
+      complete_delete(make("complete_delete", kCompleteDeleteSql, schema)),
+      fail(make("fail", kFailSql, schema)),
+      extend(make("extend", kExtendSql, schema)),
+      release(make("release", kReleaseSql, schema)),
+      rescue(make("rescue", kRescueSql, schema)),
+      cancel(make("cancel", kCancelSql, schema)),
+      retry(make("retry", kRetrySql, schema)),
+      retry_all(make("retry_all", kRetryAllSql, schema)),
+      purge(make("purge", kPurgeSql, schema)),
+      now(make("now", kNowSql, schema)),
+      next_due(make("next_due", kNextDueSql, schema)),
+      stats(make("stats", kStatsSql, schema)),
+      list_all(make("list_all", kListAllSql, schema)),
+      list_queue(make("list_queue", kListQueueSql, schema)),
+      list_state(make("list_state", kListStateSql, schema)),
+      list_queue_state(make("list_queue_state", kListQueueStateSql, schema)),
+      get(make("get", kGetSql, schema)),
+      create_schema(expand(kCreateSchemaSql, schema)),
+      migrations{migration1(schema)} {}
+
+#undef READPAST_PG_JOB_COLUMNS
+
+}  // namespace readpast::detail::pg
