@@ -4,6 +4,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "support/postgres_server.hpp"
 #include "support/temp_dir.hpp"
 
 namespace readpast::test {
@@ -21,6 +22,7 @@ std::string fresh_sqlite_url() {
 std::vector<EngineUnderTest> engines_under_test() {
   return {
       {"sqlite", fresh_sqlite_url},
+      {"postgres", [] { return PostgresServer::shared().fresh_database_url(); }},
   };
 }
 

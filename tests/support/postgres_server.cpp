@@ -1,0 +1,307 @@
+#include "support/postgres_server.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+
+namespace readpast::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Closes every descriptor from `first` on, in a child between fork and exec, so that the
+// server does not inherit the test's pipes and sockets (it would hold them open forever).
+void close_from(unsigned first) {
+  ::syscall(SYS_close_range, first, ~0U, 0U);
+}
+
+fs::path find_bin_dir() {
+  if (const char* env = std::getenv("READPAST_PG_BINDIR"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  fs::path best;
+  int best_version = -1;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/usr/lib/postgresql", ec)) {
+    const auto bin = entry.path() / "bin";
+    if (!fs::exists(bin / "pg_ctl", ec)) continue;
+    const int version = std::atoi(entry.path().filename().c_str());
+    if (version > best_version) {
+      best_version = version;
+      best = bin;
+    }
+  }
+  if (best.empty()) {
+    throw std::runtime_error(
+        "PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin (install the "
+        "postgresql package, or set READPAST_PG_BINDIR)");
+  }
+  return best;
+}
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "socket");
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof address;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    const int error = errno;
+    ::close(fd);
+    throw std::system_error(error, std::generic_category(), "bind to a free port");
+  }
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+std::string read_tail(const fs::path& file, std::size_t bytes) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return {};
+  std::ostringstream content;
+  content << in.rdbuf();
+  std::string text = content.str();
+  return text.size() > bytes ? text.substr(text.size() - bytes) : text;
+}
+
+struct PgConnCloser {
+  void operator()(PGconn* conn) const noexcept { PQfinish(conn); }
+};
+struct PgResultCloser {
+  void operator()(PGresult* result) const noexcept { PQclear(result); }
+};
+
+}  // namespace
+
+PostgresServer& PostgresServer::shared() {
+  static PostgresServer server;
+  return server;
+}
+
+PostgresServer::PostgresServer() : bin_dir_(find_bin_dir()) {
+  std::string pattern = (fs::temp_directory_path() / "readpast-pg-XXXXXX").string();
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  if (::mkdtemp(buffer.data()) == nullptr) {
+    throw std::system_error(errno, std::generic_category(), "mkdtemp");
+  }
+  dir_ = buffer.data();
+  data_ = dir_ / "data";
+  owner_pid_ = ::getpid();
+
+  if (::geteuid() == 0) {
+    // PostgreSQL refuses to run as root: hand the directory to the postgres user.
+    const passwd* user = ::getpwnam("postgres");
+    if (user == nullptr) {
+      throw std::runtime_error(
+          "running as root, but there is no `postgres` user to run the "
+          "test server as");
+    }
+    switch_user_ = true;
+    run_uid_ = user->pw_uid;
+    run_gid_ = user->pw_gid;
+    if (::chown(dir_.c_str(), run_uid_, run_gid_) != 0) {
+      throw std::system_error(errno, std::generic_category(), "chown " + dir_.string());
+    }
+  }
+  start_watchdog();
+
+  if (run_tool("initdb",
+               {"-D", data_.string(), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C",
+                "--no-sync", "--no-instructions"},
+               dir_ / "initdb.log") != 0) {
+    throw std::runtime_error("initdb failed: " + read_tail(dir_ / "initdb.log", 2000));
+  }
+  {
+    std::ofstream conf(data_ / "postgresql.conf", std::ios::app);
+    conf << "\n# readpast tests\n"
+         << "listen_addresses = '127.0.0.1'\n"
+         << "unix_socket_directories = '" << dir_.string() << "'\n"
+         << "max_connections = 300\n"
+         // Not synchronous_commit = off: an immediate stop would lose commits already
+         // acknowledged, which the fault tests would mistake for bugs. Without fsync a
+         // commit still reaches the OS before it is acknowledged.
+         << "fsync = off\nfull_page_writes = off\n"
+         << "log_min_messages = warning\n";
+    std::ofstream hba(data_ / "pg_hba.conf", std::ios::trunc);
+    hba << "local all all trust\n"
+        << "host all +readpast_password_auth 127.0.0.1/32 scram-sha-256\n"
+        << "host all all 127.0.0.1/32 trust\n";
+  }
+  // A port can be taken between free_port() and the server's bind: try a few.
+  for (int attempt = 0; attempt < 5 && !running_; ++attempt) {
+    port_ = free_port();
+    try {
+      start();
+    } catch (const std::runtime_error&) {
+      if (attempt == 4) throw;
+    }
+  }
+  execute("CREATE ROLE readpast_password_auth NOLOGIN");
+}
+
+PostgresServer::~PostgresServer() {
+  // A forked child that exits normally runs this destructor too: only the process that
+  // started the server stops it.
+  if (::getpid() != owner_pid_) return;
+  if (running_) {
+    run_tool("pg_ctl", {"-D", data_.string(), "-m", "immediate", "-w", "stop"},
+             dir_ / "pg_ctl.log");
+  }
+  std::error_code ignored;
+  fs::remove_all(dir_, ignored);
+  if (watchdog_fd_ >= 0) ::close(watchdog_fd_);
+  if (watchdog_pid_ > 0) {
+    while (::waitpid(watchdog_pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+std::string PostgresServer::url(const std::string& database, const std::string& user) const {
+  return "postgresql://" + user + "@127.0.0.1:" + std::to_string(port_) + "/" + database;
+}
+
+std::string PostgresServer::fresh_database_url() {
+  int n = 0;
+  {
+    std::lock_guard lock(mu_);
+    n = next_database_++;
+  }
+  const std::string name = "readpast_" + std::to_string(n);
+  execute("CREATE DATABASE " + name);
+  return url(name);
+}
+
+void PostgresServer::execute(const std::string& sql, const std::string& database) {
+  const std::string conninfo = "host=" + dir_.string() + " port=" + std::to_string(port_) +
+                               " user=postgres dbname=" + database;
+  std::unique_ptr<PGconn, PgConnCloser> conn(PQconnectdb(conninfo.c_str()));
+  if (PQstatus(conn.get()) != CONNECTION_OK) {
+    throw std::runtime_error("cannot connect to the test server: " +
+                             std::string(PQerrorMessage(conn.get())));
+  }
+  std::unique_ptr<PGresult, PgResultCloser> result(PQexec(conn.get(), sql.c_str()));
+  const auto status = PQresultStatus(result.get());
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+    throw std::runtime_error("test server: " + sql + ": " +
+                             std::string(PQresultErrorMessage(result.get())));
+  }
+}
+
+void PostgresServer::start() {
+  const int rc = run_tool("pg_ctl",
+                          {"-D", data_.string(), "-l", (dir_ / "server.log").string(), "-w", "-t",
+                           "60", "-o", "-p " + std::to_string(port_), "start"},
+                          dir_ / "pg_ctl.log");
+  if (rc != 0) throw std::runtime_error("could not start PostgreSQL:\n" + log_tail());
+  running_ = true;
+}
+
+void PostgresServer::stop_immediate() {
+  if (run_tool("pg_ctl", {"-D", data_.string(), "-m", "immediate", "-w", "stop"},
+               dir_ / "pg_ctl.log") != 0) {
+    throw std::runtime_error("could not stop PostgreSQL:\n" + log_tail());
+  }
+  running_ = false;
+}
+
+void PostgresServer::restart_immediate() {
+  stop_immediate();
+  start();
+}
+
+std::string PostgresServer::log_tail() const {
+  return read_tail(dir_ / "pg_ctl.log", 1500) + read_tail(dir_ / "server.log", 2500);
+}
+
+int PostgresServer::run_tool(const std::string& tool, const std::vector<std::string>& args,
+                             const fs::path& log) const {
+  // Everything the child needs is prepared before fork: between fork and exec it may
+  // only make async-signal-safe calls (the test program may have threads).
+  const std::string path = (bin_dir_ / tool).string();
+  std::vector<std::string> strings{path};
+  strings.insert(strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (log_fd < 0 || null_fd < 0) throw std::system_error(errno, std::generic_category(), "open");
+  const std::string workdir = dir_.string();
+
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
+  if (pid == 0) {
+    ::dup2(null_fd, 0);
+    ::dup2(log_fd, 1);
+    ::dup2(log_fd, 2);
+    close_from(3);
+    if (::chdir(workdir.c_str()) != 0) ::_exit(126);
+    if (switch_user_ &&
+        (::setgroups(0, nullptr) != 0 || ::setgid(run_gid_) != 0 || ::setuid(run_uid_) != 0)) {
+      ::_exit(126);
+    }
+    ::execv(path.c_str(), argv.data());
+    ::_exit(127);
+  }
+  ::close(log_fd);
+  ::close(null_fd);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "waitpid");
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void PostgresServer::start_watchdog() {
+  // The watchdog's stdin is the read end of a pipe whose only write end this process
+  // holds (close-on-exec, so exec'd children do not keep it; forked children do, and the
+  // server then outlives the program until they exit too). EOF means the program is gone.
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
+  const std::string data = data_.string();
+  const std::string dir = dir_.string();
+  const std::string script =
+      "cat >/dev/null; pid=$(head -n 1 '" + data + "/postmaster.pid' 2>/dev/null); " +
+      "if [ -n \"$pid\" ]; then kill -QUIT \"$pid\" 2>/dev/null; n=0; " +
+      "while kill -0 \"$pid\" 2>/dev/null && [ $n -lt 200 ]; do sleep 0.05; n=$((n+1)); done; " +
+      "fi; rm -rf '" + dir + "'";
+  const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
+  if (pid == 0) {
+    ::setsid();  // not killed with the test's process group
+    ::signal(SIGINT, SIG_IGN);
+    ::signal(SIGTERM, SIG_IGN);
+    ::signal(SIGHUP, SIG_IGN);
+    ::dup2(fds[0], 0);
+    ::dup2(null_fd, 1);
+    ::dup2(null_fd, 2);
+    close_from(3);
+    ::execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(fds[0]);
+  if (null_fd >= 0) ::close(null_fd);
+  watchdog_fd_ = fds[1];
+  watchdog_pid_ = pid;
+}
+
+}  // namespace readpast::test

@@ -1,0 +1,84 @@
+// A real PostgreSQL server for tests: initdb in a temporary directory, started with
+// pg_ctl on a free port of 127.0.0.1 (and a unix socket in that directory), stopped and
+// removed at the end.
+//
+// - Binaries: the newest /usr/lib/postgresql/*/bin, or $READPAST_PG_BINDIR.
+// - Run as root, the server runs as the `postgres` system user (PostgreSQL refuses root);
+//   the directory is handed to that user.
+// - Tuned for tests, not durability: fsync and full_page_writes off (an OS crash could
+//   lose data; a server crash cannot); max_connections 300.
+// - Authentication: trust, except TCP logins of members of the role
+//   `readpast_password_auth`, which need their password (scram-sha-256), for the tests
+//   that check passwords never leak.
+// - Cleanup even when the test program dies: a watchdog process (own session, ignoring
+//   SIGINT/SIGTERM) waits for the program to exit — normally or by a signal, SIGKILL
+//   included — and then stops the server by the pid in postmaster.pid and removes the
+//   directory. A normal exit stops the server with pg_ctl first.
+//
+// Thread-safety: fresh_database_url() and execute() may be called from any thread; the
+// start/stop/restart calls are for one test's thread while no other thread uses them.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace readpast::test {
+
+class PostgresServer {
+ public:
+  // Creates and starts a server. Throws std::runtime_error (with the server's log) when
+  // it cannot.
+  PostgresServer();
+  ~PostgresServer();
+  PostgresServer(const PostgresServer&) = delete;
+  PostgresServer& operator=(const PostgresServer&) = delete;
+
+  // One server per test program, started on first use.
+  static PostgresServer& shared();
+
+  int port() const noexcept { return port_; }
+  const std::filesystem::path& directory() const noexcept { return dir_; }
+
+  // postgresql://USER@127.0.0.1:PORT/DATABASE
+  std::string url(const std::string& database, const std::string& user = "postgres") const;
+  // CREATE DATABASE for each call (readpast_1, readpast_2, ...); returns its URL.
+  std::string fresh_database_url();
+  // Runs SQL as the superuser over the unix socket; throws std::runtime_error on error.
+  void execute(const std::string& sql, const std::string& database = "postgres");
+
+  // Fault injection. stop_immediate() is `pg_ctl stop -m immediate` (a crash, as far as
+  // clients can tell: every connection drops); start() brings it back on the same port.
+  void stop_immediate();
+  void start();
+  void restart_immediate();
+  bool running() const noexcept { return running_; }
+
+ private:
+  // Runs a binary of the server's bin directory (as the postgres user when we are root);
+  // returns its exit status; output goes to `log`.
+  int run_tool(const std::string& tool, const std::vector<std::string>& args,
+               const std::filesystem::path& log) const;
+  void start_watchdog();
+  std::string log_tail() const;
+
+  std::filesystem::path bin_dir_;
+  std::filesystem::path dir_;   // the temporary directory: data/, logs, the socket
+  std::filesystem::path data_;  // dir_/data
+  int port_ = 0;
+  bool running_ = false;
+  uid_t run_uid_ = 0;  // whom the server runs as (when we are root)
+  gid_t run_gid_ = 0;
+  bool switch_user_ = false;
+  pid_t owner_pid_ = -1;  // the process that started the server (forked children do not stop it)
+  int watchdog_fd_ = -1;  // write end of the watchdog's pipe; closing it releases it
+  pid_t watchdog_pid_ = -1;
+
+  std::mutex mu_;  // guards the database counter and execute()
+  int next_database_ = 1;
+};
+
+}  // namespace readpast::test
