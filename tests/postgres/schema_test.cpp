@@ -1,0 +1,163 @@
+// The schema: `init` creates it (concurrently safe, idempotent), in the PostgreSQL schema
+// the URL names (?schema=), and refuses versions it does not know. Plus PostgreSQL details
+// of the engine: text it records is made valid UTF-8.
+#include <future>
+
+#include "pg_test_util.hpp"
+
+namespace readpast::test {
+namespace {
+
+class SchemaTest : public ::testing::Test {
+ protected:
+  void SetUp() override { url_ = PostgresServer::shared().fresh_database_url(); }
+  std::string url_;
+};
+
+TEST_F(SchemaTest, OpeningWithoutInitSaysToRunInit) {
+  auto opened = Queue::open(url_);
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.error().code, ErrorCode::kSchema);
+  EXPECT_NE(opened.error().message.find("readpast init"), std::string::npos)
+      << opened.error().message;
+}
+
+TEST_F(SchemaTest, InitIsIdempotent) {
+  QueueOptions options;
+  options.init_schema = true;
+  Queue queue = must(Queue::open(url_, options));
+  EXPECT_EQ(must(queue.init()), 1);
+  EXPECT_EQ(must(queue.init()), 1);
+  SqlConnection db(url_);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.schema_version"), "1");
+}
+
+TEST_F(SchemaTest, ConcurrentInitsAreSafe) {
+  std::vector<std::future<Result<int>>> inits;
+  for (int i = 0; i < 8; ++i) {
+    inits.push_back(std::async(std::launch::async, [&]() -> Result<int> {
+      QueueOptions options;
+      options.init_schema = true;
+      auto queue = Queue::open(url_, options);
+      if (!queue) return fail_with(queue.error());
+      return queue->init();
+    }));
+  }
+  for (auto& init : inits) {
+    auto version = init.get();
+    ASSERT_TRUE(version) << version.error().message;
+    EXPECT_EQ(*version, 1);
+  }
+}
+
+TEST_F(SchemaTest, TheSchemaParameterSelectsThePostgresSchema) {
+  QueueOptions options;
+  options.init_schema = true;
+  Queue tenant_a = must(Queue::open(url_ + "?schema=tenant_a", options));
+  Queue tenant_b = must(Queue::open(url_ + "?schema=tenant-b.2", options));
+  must(tenant_a.enqueue(job("q", "for a")));
+  EXPECT_TRUE(must(tenant_b.lease({.queue = "q", .worker_id = "w"})).empty());
+  auto leased = must(tenant_a.lease({.queue = "q", .worker_id = "w"}));
+  ASSERT_EQ(leased.size(), 1u);
+  EXPECT_EQ(leased[0].payload, "for a");
+
+  SqlConnection db(url_);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM tenant_a.jobs"), "1");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM \"tenant-b.2\".jobs"), "0");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_namespace WHERE nspname = 'readpast'"), "0");
+  // The SQL functions live in each schema and use its own table.
+  db.scalar("SELECT \"tenant-b.2\".enqueue('q', 'for b')");
+  EXPECT_EQ(must(tenant_b.lease({.queue = "q", .worker_id = "w"})).size(), 1u);
+}
+
+TEST_F(SchemaTest, WakeUpsStayWithinTheirSchema) {
+  QueueOptions options;
+  options.init_schema = true;
+  Queue tenant_a = must(Queue::open(url_ + "?schema=tenant_a", options));
+  Queue tenant_b = must(Queue::open(url_ + "?schema=tenant_b", options));
+  EXPECT_FALSE(must(tenant_a.wait_for_work("q", 50ms)));
+  auto waiter =
+      std::async(std::launch::async, [&] { return must(tenant_a.wait_for_work("q", 600ms)); });
+  std::this_thread::sleep_for(100ms);
+  must(tenant_b.enqueue(job("q")));
+  EXPECT_FALSE(waiter.get());
+}
+
+TEST_F(SchemaTest, BadSchemaNamesAreRejectedBeforeConnecting) {
+  const std::vector<std::string> bad_names = {"bad\"name", "",    "pg_catalog",
+                                              "a;drop",    "x y", std::string(59, 'a')};
+  for (const std::string& bad : bad_names) {
+    auto opened = Queue::open(url_ + "?schema=" + bad);
+    ASSERT_FALSE(opened) << bad;
+    EXPECT_EQ(opened.error().code, ErrorCode::kInvalidArgument)
+        << bad << ": " << opened.error().message;
+  }
+}
+
+TEST_F(SchemaTest, ANewerSchemaIsRefused) {
+  QueueOptions options;
+  options.init_schema = true;
+  must(Queue::open(url_, options));
+  SqlConnection(url_).exec("INSERT INTO readpast.schema_version (version) VALUES (99)");
+  auto opened = Queue::open(url_);
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.error().code, ErrorCode::kSchema);
+  EXPECT_NE(opened.error().message.find("newer"), std::string::npos) << opened.error().message;
+  auto init = Queue::open(url_, options);
+  ASSERT_FALSE(init);
+  EXPECT_EQ(init.error().code, ErrorCode::kSchema);
+}
+
+TEST_F(SchemaTest, TheStorageSettingsAreInPlace) {
+  QueueOptions options;
+  options.init_schema = true;
+  must(Queue::open(url_, options));
+  SqlConnection db(url_);
+  const std::string reloptions = db.scalar(
+      "SELECT array_to_string(reloptions, ',') FROM pg_class "
+      "WHERE oid = 'readpast.jobs'::regclass");
+  EXPECT_NE(reloptions.find("fillfactor=80"), std::string::npos) << reloptions;
+  EXPECT_NE(reloptions.find("autovacuum_vacuum_scale_factor=0.01"), std::string::npos)
+      << reloptions;
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_indexes WHERE schemaname = 'readpast' "
+                      "AND tablename = 'jobs'"),
+            "6");
+}
+
+class EngineDetailsTest : public PostgresTest {};
+
+TEST_F(EngineDetailsTest, InvalidUtf8InAnErrorMessageIsRecordedNotRefused) {
+  Queue queue = open();
+  const JobId id = must(queue.enqueue(job("q"))).id;
+  auto leased = must(queue.lease({.queue = "q", .worker_id = std::string("w\xff\0x", 4)}));
+  ASSERT_EQ(leased.size(), 1u);
+  must(queue.fail(id, *leased[0].lease_token, std::string("bad \xc3\x28 bytes\0!", 14)));
+  Job failed = must(queue.get(id));
+  EXPECT_EQ(failed.last_error, "bad \xef\xbf\xbd( bytes\xef\xbf\xbd!");
+  EXPECT_EQ(failed.leased_by, "w\xef\xbf\xbd\xef\xbf\xbdx");
+}
+
+TEST_F(EngineDetailsTest, PayloadsAreBytes) {
+  Queue queue = open();
+  std::string bytes;
+  for (int i = 0; i < 256; ++i) bytes += static_cast<char>(i);
+  const JobId id = must(queue.enqueue(job("q", bytes))).id;
+  EXPECT_EQ(must(queue.get(id)).payload, bytes);
+  SqlConnection db(url());
+  EXPECT_EQ(db.scalar("SELECT length(payload) FROM readpast.jobs"), "256");
+}
+
+TEST_F(EngineDetailsTest, TimesAreTheDatabasesAndMicrosecondExact) {
+  Queue queue = open();
+  NewJob at = job("q");
+  at.run_at = TimePoint(std::chrono::microseconds(1'900'000'000'123'456));
+  const JobId id = must(queue.enqueue(at)).id;
+  EXPECT_EQ(must(queue.get(id)).run_at, *at.run_at);
+  SqlConnection db(url());
+  EXPECT_EQ(db.scalar("SELECT to_char(run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') "
+                      "FROM readpast.jobs"),
+            "2030-03-17 17:46:40.123456");
+}
+
+}  // namespace
+}  // namespace readpast::test

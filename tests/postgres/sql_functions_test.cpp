@@ -1,0 +1,221 @@
+// The SQL interface that `init` installs (docs/sql.md), end to end, and its interplay with
+// the C++ API: a job enqueued by SQL is worked by the API and the other way round.
+#include "pg_test_util.hpp"
+
+namespace readpast::test {
+namespace {
+
+using SqlFunctionsTest = PostgresTest;
+
+TEST_F(SqlFunctionsTest, EnqueuedBySqlLeasedAndCompletedByTheApi) {
+  auto db = sql();
+  const auto id = std::stoll(
+      db.scalar("SELECT readpast.enqueue('emails', '{\"to\": \"a@example.com\"}', priority => 5, "
+                "max_attempts => 3)"));
+  Queue queue = open();
+  auto leased = must(queue.lease({.queue = "emails", .worker_id = "api-worker"}));
+  ASSERT_EQ(leased.size(), 1u);
+  const Job& j = leased[0];
+  EXPECT_EQ(j.id, id);
+  EXPECT_EQ(j.payload, R"({"to": "a@example.com"})");
+  EXPECT_EQ(j.priority, 5);
+  EXPECT_EQ(j.max_attempts, 3);
+  EXPECT_EQ(j.attempts, 1);
+  must(queue.complete(j.id, *j.lease_token));
+  EXPECT_EQ(db.scalar("SELECT state FROM readpast.jobs WHERE id = $1", {std::to_string(id)}),
+            "succeeded");
+}
+
+TEST_F(SqlFunctionsTest, EnqueuedByTheApiLeasedAndCompletedBySql) {
+  Queue queue = open();
+  const JobId id = must(queue.enqueue(job("emails", "hello"))).id;
+  auto db = sql();
+  auto rows = db.query(
+      "SELECT id, convert_from(payload, 'UTF8'), attempts, lease_token, leased_by, state "
+      "FROM readpast.lease('emails', 'sql-worker', 10, interval '1 minute')");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(std::stoll(*rows[0][0]), id);
+  EXPECT_EQ(rows[0][1], "hello");
+  EXPECT_EQ(rows[0][2], "1");
+  EXPECT_EQ(rows[0][4], "sql-worker");
+  EXPECT_EQ(rows[0][5], "running");
+  const std::string token = *rows[0][3];
+
+  // The lease the SQL function took is the one the API sees.
+  Job seen = must(queue.get(id));
+  EXPECT_EQ(seen.lease_token, token_from_uuid_text(token));
+
+  EXPECT_EQ(db.scalar("SELECT readpast.complete($1, $2)", {std::to_string(id), token}), "t");
+  // Re-sent: the lease has ended, so nothing changes.
+  EXPECT_EQ(db.scalar("SELECT readpast.complete($1, $2)", {std::to_string(id), token}), "f");
+  EXPECT_EQ(must(queue.get(id)).state, JobState::kSucceeded);
+}
+
+TEST_F(SqlFunctionsTest, LeasedBySqlCompletedByTheApiWithTheTokenAsHex) {
+  auto db = sql();
+  db.scalar("SELECT readpast.enqueue('q', 'x')");
+  auto rows = db.query("SELECT id, lease_token FROM readpast.lease('q', 'w')");
+  ASSERT_EQ(rows.size(), 1u);
+  Queue queue = open();
+  const JobId id = std::stoll(*rows[0][0]);
+  // The API's form of a token is the uuid's 32 hex digits.
+  EXPECT_EQ(db.scalar("SELECT replace(lease_token::text, '-', '') FROM readpast.jobs"),
+            token_from_uuid_text(*rows[0][1]).hex());
+  must(queue.complete(id, token_from_uuid_text(*rows[0][1])));
+  auto again = queue.complete(id, token_from_uuid_text(*rows[0][1]));
+  ASSERT_FALSE(again);
+  EXPECT_TRUE(again.error().is_lease_lost());
+}
+
+TEST_F(SqlFunctionsTest, LeaseHandsOutInPriorityThenRunAtThenIdOrder) {
+  auto db = sql();
+  const auto low = db.scalar("SELECT readpast.enqueue('q', 'low', priority => 200)");
+  const auto first = db.scalar("SELECT readpast.enqueue('q', 'first')");
+  const auto urgent = db.scalar("SELECT readpast.enqueue('q', 'urgent', priority => 1)");
+  const auto second = db.scalar("SELECT readpast.enqueue('q', 'second')");
+  const auto later = db.scalar("SELECT readpast.enqueue('q', 'later', delay => '1 hour')");
+  auto rows = db.query("SELECT id FROM readpast.lease('q', 'w', 10)");
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0][0], urgent);
+  EXPECT_EQ(rows[1][0], first);
+  EXPECT_EQ(rows[2][0], second);
+  EXPECT_EQ(rows[3][0], low);
+  EXPECT_EQ(db.scalar("SELECT state FROM readpast.jobs WHERE id = $1", {later}), "available");
+}
+
+TEST_F(SqlFunctionsTest, FailRetriesWithBackoffThenBuriesTheJob) {
+  auto db = sql();
+  const auto id = db.scalar("SELECT readpast.enqueue('q', 'x', max_attempts => 2)");
+  auto token = db.scalar("SELECT lease_token FROM readpast.lease('q', 'w')");
+  EXPECT_EQ(db.scalar("SELECT readpast.fail($1, $2, 'boom')", {id, token}), "available");
+  // Re-sent: the lease has ended; attempts and state stay as they are.
+  EXPECT_EQ(db.scalar("SELECT readpast.fail($1, $2, 'boom')", {id, token}), "");
+  auto row = db.query(
+      "SELECT attempts, last_error, run_at > statement_timestamp() + interval '500 ms', "
+      "run_at <= statement_timestamp() + interval '1 second' FROM readpast.jobs WHERE id = $1",
+      {id});
+  EXPECT_EQ(row[0][0], "1");
+  EXPECT_EQ(row[0][1], "boom");
+  EXPECT_EQ(row[0][2], "t") << "first retry waits 1s less at most 20%";
+  EXPECT_EQ(row[0][3], "t");
+
+  db.exec("UPDATE readpast.jobs SET run_at = statement_timestamp()");
+  token = db.scalar("SELECT lease_token FROM readpast.lease('q', 'w')");
+  EXPECT_EQ(
+      db.scalar("SELECT readpast.fail($1, $2, 'boom again', retry_after => '0')", {id, token}),
+      "dead");
+  EXPECT_EQ(must(open().get(std::stoll(id))).state, JobState::kDead);
+}
+
+TEST_F(SqlFunctionsTest, FailWithRetryAfterSchedulesTheRetry) {
+  auto db = sql();
+  const auto id = db.scalar("SELECT readpast.enqueue('q', 'x')");
+  auto token = db.scalar("SELECT lease_token FROM readpast.lease('q', 'w')");
+  EXPECT_EQ(
+      db.scalar("SELECT readpast.fail($1, $2, 'later', retry_after => '1 hour')", {id, token}),
+      "available");
+  EXPECT_EQ(db.scalar("SELECT run_at - statement_timestamp() > interval '59 minutes' "
+                      "FROM readpast.jobs WHERE id = $1",
+                      {id}),
+            "t");
+}
+
+TEST_F(SqlFunctionsTest, ExtendAndReleaseAreFencedToo) {
+  auto db = sql();
+  const auto id = db.scalar("SELECT readpast.enqueue('q', 'x')");
+  const auto token =
+      db.scalar("SELECT lease_token FROM readpast.lease('q', 'w', 1, interval '10 seconds')");
+  EXPECT_EQ(db.scalar("SELECT readpast.extend($1, $2, interval '1 hour')", {id, token}), "t");
+  EXPECT_EQ(db.scalar("SELECT lease_expires_at > statement_timestamp() + interval '59 minutes' "
+                      "FROM readpast.jobs WHERE id = $1",
+                      {id}),
+            "t");
+  const std::string wrong = "00000000-0000-0000-0000-000000000000";
+  EXPECT_EQ(db.scalar("SELECT readpast.extend($1, $2)", {id, wrong}), "f");
+  EXPECT_EQ(db.scalar("SELECT readpast.release($1, $2)", {id, wrong}), "f");
+  EXPECT_EQ(db.scalar("SELECT readpast.release($1, $2)", {id, token}), "t");
+  EXPECT_EQ(db.scalar("SELECT state || '/' || attempts FROM readpast.jobs WHERE id = $1", {id}),
+            "available/0");
+}
+
+TEST_F(SqlFunctionsTest, EnqueueManyReturnsIdsInOrderAndHonoursUniqueKeys) {
+  auto db = sql();
+  auto rows = db.query(
+      "SELECT * FROM readpast.enqueue_many('q', ARRAY['a', 'b', 'c'], "
+      "unique_keys => ARRAY[NULL, 'k', 'k'])");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_LT(std::stoll(*rows[0][0]), std::stoll(*rows[1][0]));
+  EXPECT_EQ(rows[1][0], rows[2][0]) << "the second 'k' returns the holder";
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.jobs"), "2");
+  auto bytes = db.query("SELECT * FROM readpast.enqueue_many('q', ARRAY['\\x00ff'::bytea])");
+  ASSERT_EQ(bytes.size(), 1u);
+  EXPECT_EQ(must(open().get(std::stoll(*bytes[0][0]))).payload, std::string("\0\xff", 2));
+}
+
+TEST_F(SqlFunctionsTest, UniqueKeyIsHeldByLiveJobsOnly) {
+  auto db = sql();
+  const auto first = db.scalar("SELECT readpast.enqueue('q', 'a', unique_key => 'daily')");
+  EXPECT_EQ(db.scalar("SELECT readpast.enqueue('q', 'b', unique_key => 'daily')"), first);
+  EXPECT_NE(db.scalar("SELECT readpast.enqueue('other', 'b', unique_key => 'daily')"), first);
+  const auto token = db.scalar("SELECT lease_token FROM readpast.lease('q', 'w')");
+  EXPECT_EQ(db.scalar("SELECT readpast.enqueue('q', 'c', unique_key => 'daily')"), first)
+      << "a running job still holds its key";
+  db.scalar("SELECT readpast.complete($1, $2)", {first, token});
+  EXPECT_NE(db.scalar("SELECT readpast.enqueue('q', 'd', unique_key => 'daily')"), first);
+}
+
+TEST_F(SqlFunctionsTest, LeaseRescuesExpiredLeasesFirst) {
+  auto db = sql();
+  const auto id = db.scalar("SELECT readpast.enqueue('q', 'x')");
+  const auto first = db.scalar(
+      "SELECT lease_token FROM readpast.lease('q', 'crashed', 1, interval '1 millisecond')");
+  std::this_thread::sleep_for(20ms);
+  auto rows = db.query("SELECT id, attempts, lease_token FROM readpast.lease('q', 'w2')");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0][0], id);
+  EXPECT_EQ(rows[0][1], "2");
+  EXPECT_NE(rows[0][2], first);
+  EXPECT_EQ(db.scalar("SELECT last_error FROM readpast.jobs WHERE id = $1", {id}),
+            "lease expired (worker lost)");
+  EXPECT_EQ(db.scalar("SELECT readpast.complete($1, $2)", {id, first}), "f")
+      << "the crashed worker's token is fenced off";
+}
+
+TEST_F(SqlFunctionsTest, RunAtAndDelayCannotBothBeGiven) {
+  auto db = sql();
+  EXPECT_THROW(db.scalar("SELECT readpast.enqueue('q', 'x', run_at => now(), delay => '1s')"),
+               std::runtime_error);
+}
+
+TEST_F(SqlFunctionsTest, BadQueueNamesAreRejectedByTheTable) {
+  auto db = sql();
+  EXPECT_THROW(db.scalar("SELECT readpast.enqueue('no spaces', 'x')"), std::runtime_error);
+  EXPECT_THROW(db.exec("INSERT INTO readpast.jobs (queue) VALUES ('')"), std::runtime_error);
+}
+
+TEST_F(SqlFunctionsTest, APlainInsertMakesAJobTheApiCanLease) {
+  // Any program can enqueue with plain SQL: every column but queue has a default.
+  auto db = sql();
+  db.exec("INSERT INTO readpast.jobs (queue, payload) VALUES ('q', 'plain')");
+  Queue queue = open();
+  auto leased = must(queue.lease({.queue = "q", .worker_id = "w"}));
+  ASSERT_EQ(leased.size(), 1u);
+  EXPECT_EQ(leased[0].payload, "plain");
+  EXPECT_EQ(leased[0].max_attempts, kDefaultMaxAttempts);
+  EXPECT_EQ(leased[0].priority, kDefaultPriority);
+}
+
+TEST_F(SqlFunctionsTest, LeaseTokensAreDistinctAnd128BitsWide) {
+  auto db = sql();
+  db.query(
+      "SELECT * FROM readpast.enqueue_many('q', array(SELECT 'x' FROM generate_series(1, 200)))");
+  db.query("SELECT * FROM readpast.lease('q', 'w', 200)");
+  EXPECT_EQ(db.scalar("SELECT count(DISTINCT lease_token) FROM readpast.jobs"), "200");
+  // Version/variant bits of a v4 uuid are not fixed: all 128 bits vary.
+  EXPECT_NE(db.scalar("SELECT count(DISTINCT substr(lease_token::text, 15, 1)) "
+                      "FROM readpast.jobs"),
+            "1");
+}
+
+}  // namespace
+}  // namespace readpast::test
