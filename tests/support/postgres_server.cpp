@@ -167,7 +167,10 @@ PostgresServer::~PostgresServer() {
   }
   std::error_code ignored;
   fs::remove_all(dir_, ignored);
-  if (watchdog_fd_ >= 0) ::close(watchdog_fd_);
+  if (watchdog_fd_ >= 0) {
+    (void)!::write(watchdog_fd_, "stopped\n", 8);
+    ::close(watchdog_fd_);
+  }
   if (watchdog_pid_ > 0) {
     while (::waitpid(watchdog_pid_, nullptr, 0) < 0 && errno == EINTR) {
     }
@@ -273,16 +276,22 @@ int PostgresServer::run_tool(const std::string& tool, const std::vector<std::str
 void PostgresServer::start_watchdog() {
   // The watchdog's stdin is the read end of a pipe whose only write end this process
   // holds (close-on-exec, so exec'd children do not keep it; forked children do, and the
-  // server then outlives the program until they exit too). EOF means the program is gone.
+  // server then outlives the program until they exit too). EOF without "stopped" means
+  // the program is gone without stopping its server.
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
   const std::string data = data_.string();
   const std::string dir = dir_.string();
+  // Stop the server by its pid (SIGQUIT: immediate shutdown), wait for it, remove the
+  // directory; twice, a second apart, in case the program died while initdb or pg_ctl
+  // start was still running and a server appeared after the first pass.
+  const std::string pass = "pid=$(head -n 1 '" + data + "/postmaster.pid' 2>/dev/null); " +
+                           "if [ -n \"$pid\" ]; then kill -QUIT \"$pid\" 2>/dev/null; n=0; " +
+                           "while kill -0 \"$pid\" 2>/dev/null && [ $n -lt 200 ]; do " +
+                           "sleep 0.05; n=$((n+1)); done; fi; rm -rf '" + dir + "'; ";
+  // A normal exit writes "stopped" first: nothing left to do.
   const std::string script =
-      "cat >/dev/null; pid=$(head -n 1 '" + data + "/postmaster.pid' 2>/dev/null); " +
-      "if [ -n \"$pid\" ]; then kill -QUIT \"$pid\" 2>/dev/null; n=0; " +
-      "while kill -0 \"$pid\" 2>/dev/null && [ $n -lt 200 ]; do sleep 0.05; n=$((n+1)); done; " +
-      "fi; rm -rf '" + dir + "'";
+      "read -r line; [ \"$line\" = stopped ] && exit 0; " + pass + "sleep 1; " + pass;
   const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
   const pid_t pid = ::fork();
   if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
