@@ -1,6 +1,7 @@
 // readpast enqueue — adds one job (payload from the argument or stdin), or one job per
 // line of stdin with --lines.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <memory>
@@ -67,6 +68,7 @@ CliStatus enqueue_one(Session& session, Queue& queue, NewJob job,
   if (payload && *payload != "-") {
     job.payload = *payload;
   } else {
+    if (::isatty(0) == 1) session.log().info("reading the payload from stdin; end it with Ctrl-D");
     auto input = read_stdin_payload(session.max_payload_bytes());
     if (!input) return fail_cli(input.error());
     job.payload = std::move(*input);
@@ -100,6 +102,9 @@ CliStatus enqueue_lines(Session& session, Queue& queue, const NewJob& prototype)
     batch_bytes = 0;
     return {};
   };
+  if (::isatty(0) == 1) {
+    session.log().info("reading one payload per line from stdin; end with Ctrl-D");
+  }
   auto read = read_stdin_lines(session.max_payload_bytes(),
                                [&](std::string&& line, std::size_t) -> CliStatus {
                                  batch_bytes += line.size();

@@ -8,7 +8,7 @@
 namespace readpast::worker {
 namespace {
 
-// Settling calls retried while the database is unavailable: from 100ms up to 2s apart.
+// Calls retried while the database is unavailable: from 100ms up to 2s apart.
 constexpr auto kRetryMin = std::chrono::milliseconds(100);
 constexpr auto kRetryMax = std::chrono::seconds(2);
 // A heartbeat that failed because the database is unavailable is tried again this soon.
@@ -176,6 +176,7 @@ Status Runtime::run() {
 
 void Runtime::leasing_loop() {
   Duration idle_wait = options_.idle_wait_min;
+  Duration retry_wait = kRetryMin;  // while the database is unavailable
   for (;;) {
     {
       std::unique_lock lock(mu_);
@@ -185,9 +186,15 @@ void Runtime::leasing_loop() {
       });
       if (stop_phase_ != StopPhase::kRunning) return;
     }
-    auto leased = lease_for_free_slots();
-    if (!leased) return;
-    if (*leased > 0) {
+    auto round = lease_for_free_slots();
+    if (round.end) return;
+    if (round.unavailable) {
+      sleep_unless_stopping(retry_wait);
+      retry_wait = std::min<Duration>(retry_wait * 2, kRetryMax);
+      continue;
+    }
+    retry_wait = kRetryMin;
+    if (round.leased > 0) {
       idle_wait = options_.idle_wait_min;
       continue;
     }
@@ -201,8 +208,8 @@ void Runtime::leasing_loop() {
       if (!*woken) idle_wait = std::min(idle_wait * 2, options_.idle_wait_max);
     } else if (woken.error().is_unavailable()) {
       outage_.failed("waiting for jobs", woken.error());
-      sleep_unless_stopping(idle_wait);
-      idle_wait = std::min(idle_wait * 2, options_.idle_wait_max);
+      sleep_unless_stopping(retry_wait);
+      retry_wait = std::min<Duration>(retry_wait * 2, kRetryMax);
     } else {
       fail_fatally(woken.error());
       return;
@@ -210,7 +217,7 @@ void Runtime::leasing_loop() {
   }
 }
 
-std::optional<int> Runtime::lease_for_free_slots() {
+Runtime::LeaseRound Runtime::lease_for_free_slots() {
   std::vector<Slot*> free;
   {
     std::lock_guard lock(mu_);
@@ -218,7 +225,7 @@ std::optional<int> Runtime::lease_for_free_slots() {
       if (!slot.active) free.push_back(&slot);
     }
   }
-  int leased = 0;
+  LeaseRound round;
   for (Slot* slot : free) {
     const auto asked_at = Clock::now();
     auto jobs =
@@ -226,14 +233,15 @@ std::optional<int> Runtime::lease_for_free_slots() {
     if (!jobs) {
       if (!jobs.error().is_unavailable()) {
         fail_fatally(jobs.error());
-        return std::nullopt;
+        round.end = true;
+        return round;
       }
       outage_.failed("leasing", jobs.error());
-      sleep_unless_stopping(options_.idle_wait_max);
-      return leased;
+      round.unavailable = true;
+      return round;
     }
     outage_.recovered();
-    if (jobs->empty()) return leased;
+    if (jobs->empty()) return round;
 
     auto active = std::make_unique<ActiveJob>();
     active->job = std::move(jobs->front());
@@ -255,12 +263,13 @@ std::optional<int> Runtime::lease_for_free_slots() {
           "releasing", [&] { return queue_.release(active->job.id, *active->job.lease_token); },
           active.get());
       if (released) released_.fetch_add(1);
-      return std::nullopt;
+      round.end = true;
+      return round;
     }
     cv_.notify_all();
-    ++leased;
+    ++round.leased;
   }
-  return leased;
+  return round;
 }
 
 bool Runtime::drained() {

@@ -117,9 +117,14 @@ class Runtime {
   };
 
   void leasing_loop();
-  // Leases up to one job per free slot. Returns how many were leased, or nullopt when the
-  // loop must end (stopping, or a fatal error recorded in fatal_error_).
-  std::optional<int> lease_for_free_slots();
+  // What one round of leasing came to.
+  struct LeaseRound {
+    int leased = 0;
+    bool unavailable = false;  // the database was unavailable: back off, then try again
+    bool end = false;          // stopping, or a fatal error (recorded in fatal_error_)
+  };
+  // Leases up to one job per free slot.
+  LeaseRound lease_for_free_slots();
   // True when the drain condition holds (checked only when no slot holds a job).
   bool drained();
   void slot_loop(Slot& slot);
