@@ -53,7 +53,7 @@ TEST_F(FaultTest, OperationsFailAsUnavailableWhileTheServerIsDownThenSucceed) {
   EXPECT_EQ(jobs[1].payload, "after");
 
   // Forty failed calls, one line about the outage and one about the recovery.
-  EXPECT_EQ(log.count("PostgreSQL ("), 1) << log.all();
+  EXPECT_EQ(log.count("reconnecting with backoff"), 1) << log.all();
   EXPECT_EQ(log.count("reconnected to PostgreSQL"), 1) << log.all();
 }
 
@@ -168,7 +168,7 @@ TEST_F(FaultTest, TheWakeUpListenerComesBackAfterARestart) {
   const auto enqueued_at = std::chrono::steady_clock::now();
   sql().scalar("SELECT readpast.enqueue('q', 'x')");
   EXPECT_TRUE(waiter.get());
-  EXPECT_LT(std::chrono::steady_clock::now() - enqueued_at, 1s);
+  EXPECT_LT(std::chrono::steady_clock::now() - enqueued_at, 3s) << "woken, not timed out";
 }
 
 class PasswordTest : public FaultTest {

@@ -62,9 +62,30 @@ TEST_F(SqlFunctionsTest, LeasedBySqlCompletedByTheApiWithTheTokenAsHex) {
   EXPECT_EQ(db.scalar("SELECT replace(lease_token::text, '-', '') FROM readpast.jobs"),
             token_from_uuid_text(*rows[0][1]).hex());
   must(queue.complete(id, token_from_uuid_text(*rows[0][1])));
+  // The settling functions take the API's hex form, typed as text, too.
+  EXPECT_EQ(db.scalar("SELECT readpast.complete($1, $2::text)",
+                      {std::to_string(id), token_from_uuid_text(*rows[0][1]).hex()}),
+            "f");
   auto again = queue.complete(id, token_from_uuid_text(*rows[0][1]));
   ASSERT_FALSE(again);
   EXPECT_TRUE(again.error().is_lease_lost());
+}
+
+TEST_F(SqlFunctionsTest, SettlingFunctionsTakeTheTokenAsText) {
+  auto db = sql();
+  const auto id = db.scalar("SELECT readpast.enqueue('q', 'x')");
+  auto hex = [&] {
+    return db.scalar("SELECT replace(lease_token::text, '-', '') FROM readpast.jobs");
+  };
+  db.query("SELECT * FROM readpast.lease('q', 'w')");
+  EXPECT_EQ(db.scalar("SELECT readpast.extend($1, $2::text, interval '1 minute')", {id, hex()}),
+            "t");
+  EXPECT_EQ(db.scalar("SELECT readpast.release($1, $2::text)", {id, hex()}), "t");
+  db.query("SELECT * FROM readpast.lease('q', 'w')");
+  EXPECT_EQ(db.scalar("SELECT readpast.fail($1, $2::text, 'e', interval '0')", {id, hex()}),
+            "available");
+  db.query("SELECT * FROM readpast.lease('q', 'w')");
+  EXPECT_EQ(db.scalar("SELECT readpast.complete($1, $2::text)", {id, hex()}), "t");
 }
 
 TEST_F(SqlFunctionsTest, LeaseHandsOutInPriorityThenRunAtThenIdOrder) {

@@ -78,7 +78,7 @@ TEST_F(WakeupTest, AScheduledJobWakesTheWaiterWhenItComesDue) {
   EXPECT_TRUE(must(worker.wait_for_work("mail", 10s)));
   const auto after = Clock::now() - started;
   EXPECT_GE(after, 300ms);
-  EXPECT_LT(after, 1500ms);
+  EXPECT_LT(after, 3s) << "woken when due, not at the timeout";
   EXPECT_EQ(must(worker.lease({.queue = "mail", .worker_id = "w"})).size(), 1u);
 }
 
@@ -89,6 +89,7 @@ TEST_F(WakeupTest, ReleaseAndRetryWakeWaitersToo) {
   auto leased = must(other.lease({.queue = "mail", .worker_id = "w"}));
   ASSERT_EQ(leased.size(), 1u);
   EXPECT_TRUE(must(worker.lease({.queue = "mail", .worker_id = "w2"})).empty());
+  EXPECT_FALSE(must(worker.wait_for_work("mail", 50ms)));  // the listener is up from here on
 
   auto waiter =
       std::async(std::launch::async, [&] { return must(worker.wait_for_work("mail", 10s)); });
@@ -96,7 +97,7 @@ TEST_F(WakeupTest, ReleaseAndRetryWakeWaitersToo) {
   const auto released_at = Clock::now();
   must(other.release(id, *leased[0].lease_token));
   EXPECT_TRUE(waiter.get());
-  EXPECT_LT(Clock::now() - released_at, 1s);
+  EXPECT_LT(Clock::now() - released_at, 3s) << "woken by the release, not the timeout";
 
   const JobId cancelled = must(other.enqueue(job("mail2"))).id;
   must(other.cancel(std::vector<JobId>{cancelled}));
@@ -106,7 +107,7 @@ TEST_F(WakeupTest, ReleaseAndRetryWakeWaitersToo) {
   const auto retried_at = Clock::now();
   must(other.retry(std::vector<JobId>{cancelled}));
   EXPECT_TRUE(waiter.get());
-  EXPECT_LT(Clock::now() - retried_at, 1s);
+  EXPECT_LT(Clock::now() - retried_at, 3s) << "woken by the retry, not the timeout";
 }
 
 TEST_F(WakeupTest, ManyWaitingThreadsAreAllWoken) {

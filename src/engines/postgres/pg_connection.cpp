@@ -197,12 +197,18 @@ Error Connection::error_from(const PGresult* result) {
   return Error::internal("PostgreSQL: " + message);
 }
 
-Result<Rows> Connection::run(const Statement& statement, const Params& params) {
+Result<Rows> Connection::run(const Statement& statement, const Params& params,
+                             std::string& sqlstate) {
   PGconn* conn = conn_.get();
+  auto failed = [&](const PGresult* result) {
+    const char* state = result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
+    sqlstate = state != nullptr ? state : "";
+    return fail_with(error_from(result));
+  };
   if (prepare_ && !prepared_.contains(statement.name)) {
     ResultPtr prepared(PQprepare(conn, statement.name.c_str(), statement.sql.c_str(), 0, nullptr));
     if (!prepared || PQresultStatus(prepared.get()) != PGRES_COMMAND_OK) {
-      return fail_with(error_from(prepared.get()));
+      return failed(prepared.get());
     }
     prepared_.insert(statement.name);
   }
@@ -214,30 +220,29 @@ Result<Rows> Connection::run(const Statement& statement, const Params& params) {
                                            /*resultFormat=*/1));
   const auto status = result ? PQresultStatus(result.get()) : PGRES_FATAL_ERROR;
   if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) return Rows(std::move(result));
-  return fail_with(error_from(result.get()));
+  return failed(result.get());
 }
 
 Result<Rows> Connection::exec(const Statement& statement, const Params& params) {
   if (broken_) return fail_with(Error::unavailable("lost the connection to PostgreSQL"));
-  auto rows = run(statement, params);
+  std::string sqlstate;
+  auto rows = run(statement, params, sqlstate);
   if (rows || !prepare_ || broken_) return rows;
   // The session lost a statement we prepared (26000: a pooler moved us to another server
-  // session), or a schema change altered its result type. Nothing ran: prepare again and
-  // retry once, unless a transaction is open (the error aborted it).
+  // session), or a schema change altered its result type (0A000, "cached plan must not
+  // change result type"). Nothing ran: prepare again and retry once — unless a
+  // transaction is open, which the error has aborted.
   PGconn* conn = conn_.get();
-  const bool idle = PQtransactionStatus(conn) == PQTRANS_IDLE;
-  const bool lost_statement = rows.error().message.find("does not exist") != std::string::npos &&
-                              rows.error().message.find(statement.name) != std::string::npos;
-  const bool stale_plan =
-      rows.error().message.find("cached plan must not change result type") != std::string::npos;
-  if (!idle || !(lost_statement || stale_plan)) return rows;
+  if (PQtransactionStatus(conn) != PQTRANS_IDLE || (sqlstate != "26000" && sqlstate != "0A000")) {
+    return rows;
+  }
   prepared_.erase(statement.name);
-  if (stale_plan) {
+  if (sqlstate == "0A000") {
     std::unique_ptr<char, FreeMem> name(
         PQescapeIdentifier(conn, statement.name.c_str(), statement.name.size()));
     if (name) ResultPtr(PQexec(conn, ("DEALLOCATE " + std::string(name.get())).c_str()));
   }
-  return run(statement, params);
+  return run(statement, params, sqlstate);
 }
 
 Status Connection::exec_script(std::string_view sql) {
@@ -253,14 +258,12 @@ bool Connection::ready_for_reuse() {
   if (broken_ || PQstatus(conn) != CONNECTION_OK || PQtransactionStatus(conn) != PQTRANS_IDLE) {
     return false;
   }
+  // An idle pooled session has nothing to receive (it does not LISTEN). Anything readable
+  // is the server saying goodbye — a restart or fail-over sends "FATAL: terminating
+  // connection ..." and then closes — or an idle_session_timeout doing the same. One read
+  // may return the message without noticing the close, so do not try to tell: do not reuse.
   pollfd fd{PQsocket(conn), POLLIN, 0};
-  if (::poll(&fd, 1, 0) > 0) {
-    // An idle session has nothing to say unless the server is closing it (or sent a
-    // notice or notification, which we drop).
-    if (PQconsumeInput(conn) == 0 || PQstatus(conn) != CONNECTION_OK) return false;
-    while (PGnotify* n = PQnotifies(conn)) PQfreemem(n);
-  }
-  return true;
+  return ::poll(&fd, 1, 0) == 0;
 }
 
 Result<Transaction> Transaction::begin(Connection& connection) {

@@ -68,8 +68,8 @@ class Connection {
   Status exec_script(std::string_view sql);
 
   // True when the connection can be lent out again: connected, no transaction open, and
-  // the server has not closed it meanwhile (a restart closes every idle connection; this
-  // notices without a round trip).
+  // nothing received while idle (a restart closes every idle connection, sending a last
+  // message first; this notices without a round trip).
   bool ready_for_reuse();
   // True once an operation found the connection lost, or the server read-only.
   bool broken() const noexcept { return broken_; }
@@ -83,7 +83,8 @@ class Connection {
     }
   };
 
-  Result<Rows> run(const Statement& statement, const Params& params);
+  // On failure, `sqlstate` receives the server's SQLSTATE (empty when libpq failed).
+  Result<Rows> run(const Statement& statement, const Params& params, std::string& sqlstate);
   // Maps a failed result (or a missing one) onto readpast::Error; marks the connection
   // broken when it is lost.
   Error error_from(const PGresult* result);

@@ -43,9 +43,8 @@ void ConnectionPool::begin_outage(const std::string& reason, bool lost) {
     open_ -= idle_.size();
     idle_.clear();
     released_.notify_all();
-    log(LogLevel::kWarn,
-        lost ? "lost the connection to PostgreSQL (" + reason + "); reconnecting with backoff"
-             : reason + "; retrying with backoff");
+    log(LogLevel::kWarn, (lost ? "lost the connection to PostgreSQL (" + reason + ")" : reason) +
+                             "; reconnecting with backoff");
     // After a lost connection, the first reconnect is due at once.
     next_attempt_ = lost ? now : now + backoff_;
   } else {
@@ -64,10 +63,11 @@ Result<PooledConnection> ConnectionPool::acquire() {
       lock.unlock();
       if (connection->ready_for_reuse())
         return PooledConnection(*this, std::move(connection), epoch);
-      connection.reset();  // closed by the server while idle
+      // Closed by the server while idle (a restart, or idle_session_timeout). Not an outage
+      // yet: the connect below finds out, and logs one if the server is unreachable.
+      connection.reset();
       lock.lock();
       --open_;
-      begin_outage("the server closed an idle connection", /*lost=*/true);
       continue;
     }
     if (open_ < max_connections_) break;

@@ -6,8 +6,9 @@
 // demand and kept while idle.
 //
 // Outages: when the server goes away (restart, fail-over, network), the pool notices
-// either when an operation loses its connection or when an idle connection turns out to
-// have been closed. It logs that once, then reconnects on demand with exponential backoff
+// when an operation loses its connection or a new connection fails (an idle connection
+// that the server closed is just replaced). It logs that once, then reconnects on demand
+// with exponential backoff
 // (50 ms doubling to 2 s): while a reconnect attempt is not due, acquire() fails at once
 // with kUnavailable and the last reason, without touching the network, so a worker's retry
 // loop cannot hammer a server that is starting up. The first successful connection logs

@@ -571,6 +571,20 @@ BEGIN
   RETURN FOUND;
 END
 $fn$;
+
+-- The same four with the token as text (32 hex digits, with or without hyphens): many
+-- drivers send strings typed as text, which does not cast to uuid by itself.
+CREATE FUNCTION {S}.complete(id bigint, lease_token text) RETURNS boolean
+LANGUAGE sql VOLATILE AS $fn$ SELECT {S}.complete($1, $2::uuid) $fn$;
+CREATE FUNCTION {S}.fail(id bigint, lease_token text, error text,
+                         retry_after interval DEFAULT NULL) RETURNS text
+LANGUAGE sql VOLATILE AS $fn$ SELECT {S}.fail($1, $2::uuid, $3, $4) $fn$;
+CREATE FUNCTION {S}.extend(id bigint, lease_token text,
+                           lease_duration interval DEFAULT interval '30 seconds') RETURNS boolean
+LANGUAGE sql VOLATILE AS $fn$ SELECT {S}.extend($1, $2::uuid, $3) $fn$;
+CREATE FUNCTION {S}.release(id bigint, lease_token text, delay interval DEFAULT interval '0')
+RETURNS boolean
+LANGUAGE sql VOLATILE AS $fn$ SELECT {S}.release($1, $2::uuid, $3) $fn$;
 )sql";
 
 std::string migration1(const SchemaName& schema) {
