@@ -1,6 +1,7 @@
 #include "worker/exec_handler.hpp"
 
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/wait.h>
@@ -40,6 +41,29 @@ std::string_view variable_name(std::string_view entry) {
 void write_to_fd(int fd, std::string_view bytes) {
   // A closed stdout (EPIPE) must not stop the job: the output is dropped.
   (void)write_all(fd, bytes.data(), bytes.size());
+}
+
+// write() to the command's stdin. A command may exit without reading it all: the write
+// then fails with EPIPE and the kernel raises SIGPIPE, which by default kills the whole
+// process. The CLI ignores SIGPIPE, but a library must not rely on its host doing so:
+// SIGPIPE is blocked in this thread around the write, and one raised by it is taken off
+// the thread's pending set before it is unblocked again.
+ssize_t write_without_sigpipe(int fd, const char* data, std::size_t size) {
+  sigset_t pipe_only;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  sigset_t previous;
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &previous);
+  ssize_t n = ::write(fd, data, size);
+  int saved_errno = errno;
+  if (n < 0 && saved_errno == EPIPE) {
+    const timespec no_wait{0, 0};
+    while (::sigtimedwait(&pipe_only, nullptr, &no_wait) < 0 && errno == EINTR) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  errno = saved_errno;
+  return n;
 }
 
 int poll_timeout_ms(std::optional<Clock::time_point> deadline) {
@@ -192,7 +216,8 @@ HandlerOutcome ExecHandler::operator()(JobContext& context) const {
       (void)::read(wake.get(), &ignored, sizeof ignored);
     }
     if (in_poll != nullptr && in_poll->revents != 0) {
-      ssize_t n = ::write(stdin_fd.get(), payload.data(), std::min(payload.size(), kChunk));
+      ssize_t n =
+          write_without_sigpipe(stdin_fd.get(), payload.data(), std::min(payload.size(), kChunk));
       if (n > 0) {
         payload.remove_prefix(static_cast<std::size_t>(n));
         if (payload.empty()) stdin_fd.reset();  // end of input for the command

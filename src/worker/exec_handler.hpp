@@ -8,6 +8,8 @@
 // command's whole process group gets SIGTERM, then SIGKILL after kill_wait, and the call
 // returns HandlerOutcome::aborted(). When the command exits, whatever it left running in
 // its process group (background jobs) is killed: a job's processes do not outlive it.
+// A command that exits without reading all of its stdin is fine: the rest is dropped, and
+// no SIGPIPE reaches the host process whatever its disposition of that signal.
 //
 // Thread-safety: operator() is const and may run in many threads at once; the sinks must
 // be safe to call from several threads.
