@@ -3,7 +3,6 @@
 #include <fstream>
 
 #include "conformance/queue_test.hpp"
-#include "support/engines.hpp"
 #include "support/temp_dir.hpp"
 
 namespace readpast::test {
