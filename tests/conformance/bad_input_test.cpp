@@ -132,6 +132,80 @@ TEST_P(QueueTest, RejectsNegativeDurations) {
   ok(q().complete(id, *leased.lease_token));
 }
 
+std::string describe(const Error& error) {
+  return std::string(to_string(error.code)) + ": " + error.message;
+}
+
+// A duration too large for the clock arithmetic must be refused, or honoured as "far in
+// the future" — never wrap around into the past.
+TEST_P(QueueTest, HugeDurationsAreRefusedOrHonouredButNeverWrapAround) {
+  const TimePoint far = now() + std::chrono::hours(24 * 365);
+  // true: refused as bad input. false: accepted, and the test checks what it did.
+  // Any other error fails the test.
+  auto refused = [](const auto& result, const char* what) {
+    if (result.has_value()) return false;
+    EXPECT_EQ(result.error().code, ErrorCode::kInvalidArgument)
+        << what << ": " << describe(result.error());
+    return true;
+  };
+  for (Duration huge :
+       {Duration::max(), Duration::max() / 2, Duration(std::chrono::hours(24 * 365 * 300))}) {
+    SCOPED_TRACE("duration of " + std::to_string(huge.count()) + " us");
+    auto delayed = new_job("delayed");
+    delayed.delay = huge;
+    auto enqueued = q().enqueue(delayed);
+    if (!refused(enqueued, "enqueue with delay")) {
+      TimePoint run_at = get(enqueued->id).run_at;
+      EXPECT_TRUE(run_at > far) << "delay wrapped around: " << format_time(run_at);
+      EXPECT_TRUE(lease("delayed", 1).empty()) << "a job delayed for ages was leased";
+    }
+
+    for (bool via_backoff : {false, true}) {
+      JobId failing = enqueue("failing");
+      Job job = lease_one("failing");
+      FailOptions options;
+      if (via_backoff) {
+        options.backoff = Backoff{huge, huge, 0.0};
+      } else {
+        options.retry_after = huge;
+      }
+      auto failed = q().fail(failing, *job.lease_token, "x", options);
+      if (!refused(failed, via_backoff ? "fail with a huge backoff" : "fail with retry_after")) {
+        TimePoint run_at = get(failing).run_at;
+        EXPECT_TRUE(run_at > far) << "retry time wrapped around: " << format_time(run_at);
+        EXPECT_TRUE(lease("failing", 1).empty()) << "a job retrying in ages was leased";
+      } else {
+        ok(q().complete(failing, *job.lease_token));
+      }
+    }
+
+    JobId id = enqueue("q");
+    auto leased = q().lease(LeaseRequest{"q", "w", 1, huge});
+    if (!refused(leased, "lease")) {
+      ASSERT_EQ(leased->size(), 1u);
+      TimePoint expiry = *leased->front().lease_expires_at;
+      EXPECT_TRUE(expiry > far) << "lease expiry wrapped around: " << format_time(expiry);
+      EXPECT_EQ(ok(q().rescue_expired("q")), 0) << "a lease for ages was rescued at once";
+      ok(q().complete(id, *leased->front().lease_token));
+      continue;
+    }
+    Job job = lease_one("q");
+    auto extended = q().extend(id, *job.lease_token, huge);
+    if (!refused(extended, "extend")) {
+      TimePoint expiry = *get(id).lease_expires_at;
+      EXPECT_TRUE(expiry > far) << "extend wrapped around: " << format_time(expiry);
+      EXPECT_EQ(ok(q().rescue_expired("q")), 0);
+    }
+    auto released = q().release(id, *job.lease_token, huge);
+    if (!refused(released, "release")) {
+      TimePoint run_at = get(id).run_at;
+      EXPECT_TRUE(run_at > far) << "release delay wrapped around: " << format_time(run_at);
+    } else {
+      ok(q().complete(id, *job.lease_token));
+    }
+  }
+}
+
 TEST_P(QueueTest, RejectsMaxJobsBelowOne) {
   enqueue("q");
   const std::string before = snapshot();

@@ -1,6 +1,9 @@
 // enqueue and enqueue_batch: ids, columns, unique keys, payload bytes.
+#include <algorithm>
+#include <atomic>
 #include <limits>
 #include <set>
+#include <thread>
 
 #include "conformance/queue_test.hpp"
 
@@ -263,6 +266,90 @@ TEST_P(QueueTest, EnqueueBatchWithAKeyHeldByAnExistingJobReturnsThatJob) {
   EXPECT_FALSE(enqueued[1].inserted);
   EXPECT_EQ(enqueued[1].id, holder.id);
   EXPECT_EQ(all_jobs().size(), 2u);
+}
+
+TEST_P(QueueTest, ConcurrentEnqueuesOfOneUniqueKeyInsertOneJob) {
+  constexpr int kThreads = 6;
+  constexpr int kKeys = 15;
+  q();
+  std::vector<Queue> handles;
+  for (int t = 0; t < kThreads; ++t) handles.push_back(open_another());
+  std::vector<std::vector<Result<Enqueued>>> results(kThreads);
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      ++ready;
+      while (ready < kThreads) std::this_thread::yield();  // start together
+      for (int k = 0; k < kKeys; ++k) {
+        auto spec = keyed("q", "key-" + std::to_string(k), "from thread " + std::to_string(t));
+        results[t].push_back(handles[t].enqueue(spec));
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int k = 0; k < kKeys; ++k) {
+    std::set<JobId> ids;
+    int inserted = 0;
+    for (int t = 0; t < kThreads; ++t) {
+      const auto& result = results[t][k];
+      if (!result) {
+        // Busy is an acceptable answer under contention; a duplicate-key crash is not.
+        EXPECT_EQ(result.error().code, ErrorCode::kUnavailable) << result.error().message;
+        continue;
+      }
+      ids.insert(result->id);
+      inserted += result->inserted ? 1 : 0;
+    }
+    EXPECT_EQ(ids.size(), 1u) << "key-" << k << " was given to " << ids.size() << " jobs";
+    EXPECT_EQ(inserted, 1) << "key-" << k;
+  }
+  ListRequest request;
+  request.limit = 1000;
+  EXPECT_EQ(ok(q().list(request)).size(), static_cast<std::size_t>(kKeys));
+}
+
+TEST_P(QueueTest, RetryDoesNotGiveAUniqueKeyToASecondLiveJob) {
+  auto spec = keyed("q", "k");
+  spec.max_attempts = 1;
+  JobId old_holder = enqueue(spec);
+  Job leased = lease_one("q");
+  EXPECT_EQ(ok(q().fail(old_holder, *leased.lease_token, "boom")), FailOutcome::kDead);
+  auto new_holder = ok(q().enqueue(keyed("q", "k")));
+  ASSERT_TRUE(new_holder.inserted);
+  // Retrying the dead job would make two live jobs hold "k": it must be refused (as a
+  // conflict) or skipped, not done.
+  auto retried = q().retry(std::vector<JobId>{old_holder});
+  if (retried) {
+    EXPECT_TRUE(retried->empty()) << "retried a job whose unique key is held by another";
+  } else {
+    EXPECT_EQ(retried.error().code, ErrorCode::kConflict) << retried.error().message;
+  }
+  int live_with_key = 0;
+  for (const auto& job : all_jobs()) {
+    if (job.unique_key == std::optional<std::string>("k") &&
+        (job.state == JobState::kAvailable || job.state == JobState::kRunning)) {
+      ++live_with_key;
+    }
+  }
+  EXPECT_EQ(live_with_key, 1);
+}
+
+TEST_P(QueueTest, EnqueueBatchOfTwentyThousandArrivesWhole) {
+  std::vector<NewJob> jobs;
+  for (int i = 0; i < 20000; ++i) jobs.push_back(new_job("bulk", std::to_string(i)));
+  auto enqueued = ok(q().enqueue_batch(jobs));
+  ASSERT_EQ(enqueued.size(), jobs.size());
+  EXPECT_EQ(get(enqueued.back().id).payload, "19999");
+  // lease takes at most 10,000 jobs a call (a limit of the API, not of the batch).
+  auto leased = lease("bulk", 10000, "w", std::chrono::minutes(5));
+  auto rest = lease("bulk", 10000, "w", std::chrono::minutes(5));
+  leased.insert(leased.end(), rest.begin(), rest.end());
+  ASSERT_EQ(leased.size(), jobs.size());
+  std::vector<LeasedRef> refs;
+  for (const auto& job : leased) refs.push_back({job.id, *job.lease_token});
+  auto held = ok(q().complete_batch(refs));
+  EXPECT_EQ(std::count(held.begin(), held.end(), true), 20000);
 }
 
 // --- payload bytes ---
