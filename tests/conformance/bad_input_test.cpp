@@ -206,6 +206,53 @@ TEST_P(QueueTest, HugeDurationsAreRefusedOrHonouredButNeverWrapAround) {
   }
 }
 
+// Unique keys and worker ids are text to the API; bytes a database's text type cannot hold
+// (NUL, invalid UTF-8) must be refused as bad input or stored (a unique key faithfully) —
+// never a kInternal from deep inside the database.
+TEST_P(QueueTest, TextWithNulOrInvalidUtf8IsStoredOrRefusedClearly) {
+  using namespace std::string_literals;
+  for (const std::string& text : {"nul\0inside"s, "caf\xe9"s, "\xe2\x82"s}) {
+    auto spec = new_job("q");
+    spec.unique_key = text;
+    auto enqueued = q().enqueue(spec);
+    if (enqueued) {
+      EXPECT_EQ(get(enqueued->id).unique_key, std::optional<std::string>(text));
+    } else {
+      EXPECT_EQ(enqueued.error().code, ErrorCode::kInvalidArgument) << describe(enqueued.error());
+    }
+    JobId id = enqueue("w");
+    auto leased = q().lease(LeaseRequest{"w", text, 1, std::chrono::seconds(30)});
+    if (leased) {
+      ASSERT_EQ(leased->size(), 1u);
+      // leased_by is for display: an engine may store it as given or made valid UTF-8.
+      auto leased_by = get(id).leased_by;
+      ASSERT_TRUE(leased_by.has_value());
+      EXPECT_GE(leased_by->size(), 2u);
+      ok(q().complete(id, *leased->front().lease_token));
+    } else {
+      EXPECT_EQ(leased.error().code, ErrorCode::kInvalidArgument) << describe(leased.error());
+      ok(q().cancel(std::vector<JobId>{id}));
+    }
+  }
+}
+
+TEST_P(QueueTest, ExtremeRunAtIsStoredOrRefusedClearly) {
+  for (TimePoint run_at :
+       {TimePoint::max(), TimePoint::min(),
+        TimePoint(std::chrono::sys_days(std::chrono::year(9999) / std::chrono::December / 31)),
+        TimePoint(std::chrono::sys_days(std::chrono::year(1) / std::chrono::January / 1))}) {
+    auto spec = new_job("q");
+    spec.run_at = run_at;
+    auto enqueued = q().enqueue(spec);
+    if (enqueued) {
+      EXPECT_EQ(format_time(get(enqueued->id).run_at), format_time(run_at));
+    } else {
+      EXPECT_EQ(enqueued.error().code, ErrorCode::kInvalidArgument)
+          << format_time(run_at) << ": " << describe(enqueued.error());
+    }
+  }
+}
+
 TEST_P(QueueTest, RejectsMaxJobsBelowOne) {
   enqueue("q");
   const std::string before = snapshot();

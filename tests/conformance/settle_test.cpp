@@ -323,6 +323,26 @@ TEST_P(QueueTest, FailKeepsAnErrorWithArbitraryBytes) {
   EXPECT_EQ(get(id).last_error, std::optional<std::string>(error));
 }
 
+TEST_P(QueueTest, FailAcceptsAnErrorThatIsNotValidUtf8) {
+  // last_error is often the tail of a command's stderr: arbitrary bytes, perhaps cut in the
+  // middle of a UTF-8 sequence. The failure must be recorded whatever they are (stored
+  // as given, or made valid), not refused by the database.
+  using namespace std::string_literals;
+  for (const std::string& error :
+       {"cut mid-sequence: \xe2\x82"s, "latin-1: caf\xe9"s, "nul \0 inside"s, "\xff\xfe"s}) {
+    JobId id = enqueue("q");
+    Job leased = lease_one("q");
+    auto outcome = q().fail(id, *leased.lease_token, error);
+    ASSERT_TRUE(outcome.has_value())
+        << to_string(outcome.error().code) << ": " << outcome.error().message;
+    EXPECT_EQ(*outcome, FailOutcome::kRetrying);
+    Job job = get(id);
+    EXPECT_EQ(job.state, JobState::kAvailable);
+    ASSERT_TRUE(job.last_error.has_value());
+    EXPECT_FALSE(job.last_error->empty());
+  }
+}
+
 TEST_P(QueueTest, DoesNotFailWithAStaleToken) {
   JobId id = enqueue("q");
   Job first = lease_one("q");
