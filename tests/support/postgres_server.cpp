@@ -8,6 +8,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -106,6 +107,8 @@ PostgresServer::PostgresServer() : bin_dir_(find_bin_dir()) {
   data_ = dir_ / "data";
   owner_pid_ = ::getpid();
 
+  run_uid_ = ::geteuid();
+  run_gid_ = ::getegid();
   if (::geteuid() == 0) {
     // PostgreSQL refuses to run as root: hand the directory to the postgres user.
     const passwd* user = ::getpwnam("postgres");
@@ -123,12 +126,7 @@ PostgresServer::PostgresServer() : bin_dir_(find_bin_dir()) {
   }
   start_watchdog();
 
-  if (run_tool("initdb",
-               {"-D", data_.string(), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C",
-                "--no-sync", "--no-instructions"},
-               dir_ / "initdb.log") != 0) {
-    throw std::runtime_error("initdb failed: " + read_tail(dir_ / "initdb.log", 2000));
-  }
+  init_data_directory();
   {
     std::ofstream conf(data_ / "postgresql.conf", std::ios::app);
     conf << "\n# readpast tests\n"
@@ -234,11 +232,49 @@ std::string PostgresServer::log_tail() const {
   return read_tail(dir_ / "pg_ctl.log", 1500) + read_tail(dir_ / "server.log", 2500);
 }
 
+void PostgresServer::init_data_directory() {
+  // initdb takes a second or more, and every test program (under ctest: every test) starts
+  // a server. So the first initdb on a machine is copied to a template, per user and
+  // PostgreSQL version, and later servers copy that instead (a tenth of the time). The
+  // template is made under a temporary name and renamed into place, so it is complete or
+  // absent; one not owned by the server's user, or open to others, is never used.
+  const std::string key = std::to_string(std::hash<std::string>{}(bin_dir_.string()) % 1000000);
+  const fs::path cached =
+      fs::temp_directory_path() / ("readpast-pg-template-" + std::to_string(run_uid_) + "-" +
+                                   bin_dir_.parent_path().filename().string() + "-" + key);
+  struct stat st {};
+  const bool usable = ::lstat(cached.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+                      st.st_uid == run_uid_ && (st.st_mode & 077) == 0 &&
+                      fs::exists(cached / "PG_VERSION");
+  if (usable &&
+      run_tool("/bin/cp", {"-a", cached.string(), data_.string()}, dir_ / "initdb.log") == 0) {
+    return;
+  }
+  std::error_code ignored;
+  fs::remove_all(data_, ignored);
+  if (run_tool("initdb",
+               {"-D", data_.string(), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C",
+                "--no-sync", "--no-instructions"},
+               dir_ / "initdb.log") != 0) {
+    throw std::runtime_error("initdb failed: " + read_tail(dir_ / "initdb.log", 2000));
+  }
+  if (usable) return;
+  // Publish a copy as the template (best effort: another program may win the race).
+  const fs::path staging = fs::temp_directory_path() /
+                           ("readpast-pg-template-tmp-" + std::to_string(::getpid()) + "-" + key);
+  fs::remove_all(staging, ignored);
+  if (run_tool("/bin/cp", {"-a", data_.string(), staging.string()}, dir_ / "initdb.log") == 0 &&
+      ::rename(staging.c_str(), cached.c_str()) == 0) {
+    return;
+  }
+  fs::remove_all(staging, ignored);
+}
+
 int PostgresServer::run_tool(const std::string& tool, const std::vector<std::string>& args,
                              const fs::path& log) const {
   // Everything the child needs is prepared before fork: between fork and exec it may
   // only make async-signal-safe calls (the test program may have threads).
-  const std::string path = (bin_dir_ / tool).string();
+  const std::string path = tool.starts_with('/') ? tool : (bin_dir_ / tool).string();
   std::vector<std::string> strings{path};
   strings.insert(strings.end(), args.begin(), args.end());
   std::vector<char*> argv;

@@ -3,6 +3,8 @@
 // removed at the end.
 //
 // - Binaries: the newest /usr/lib/postgresql/*/bin, or $READPAST_PG_BINDIR.
+// - The first initdb on a machine is kept as a template in the temporary directory
+//   (readpast-pg-template-UID-VERSION-KEY, ~40 MB) and copied for later servers.
 // - Run as root, the server runs as the `postgres` system user (PostgreSQL refuses root);
 //   the directory is handed to that user.
 // - Tuned for tests, not durability: fsync and full_page_writes off (an OS crash could
@@ -58,11 +60,14 @@ class PostgresServer {
   bool running() const noexcept { return running_; }
 
  private:
-  // Runs a binary of the server's bin directory (as the postgres user when we are root);
+  // Runs a binary of the server's bin directory, or an absolute path (as the postgres user
+  // when we are root);
   // returns its exit status; output goes to `log`.
   int run_tool(const std::string& tool, const std::vector<std::string>& args,
                const std::filesystem::path& log) const;
   void start_watchdog();
+  // Fills data_: a copy of a cached initdb result, or a new initdb (which is then cached).
+  void init_data_directory();
   std::string log_tail() const;
 
   std::filesystem::path bin_dir_;

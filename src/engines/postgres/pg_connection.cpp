@@ -193,7 +193,11 @@ Error Connection::error_from(const PGresult* result) {
                          ")");
   }
   if (is_sqlstate(state, {"23505"})) return Error::conflict(message);
-  if (is_sqlstate(state, {"22021", "22P05"})) return Error::invalid_argument(message);
+  // Text the database cannot store (22021, 22P05), and a time or duration beyond its
+  // range (22008: a delay of Duration::max(), a run_at in the year 300000; 22003).
+  if (is_sqlstate(state, {"22021", "22P05", "22008", "22003"})) {
+    return Error::invalid_argument(message);
+  }
   return Error::internal("PostgreSQL: " + message);
 }
 

@@ -6,7 +6,8 @@
 // DatabaseUrl::redacted is ever printed). A lost connection, a server shutting down or
 // refusing connections, a serialization failure or deadlock, a read-only server (after a
 // fail-over) → kUnavailable: the operation may be retried. Missing schema objects →
-// kSchema. A unique violation → kConflict. Anything else the server reports → kInternal.
+// kSchema. A unique violation → kConflict. Text it cannot store, or a time or duration
+// out of its range → kInvalidArgument. Anything else the server reports → kInternal.
 //
 // Thread-safety: a Connection is used by one thread at a time (the pool lends it out).
 #pragma once
