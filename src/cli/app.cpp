@@ -51,7 +51,39 @@ std::string first_word(int argc, char** argv) {
   return {};
 }
 
+// Wraps at spaces so that no line is longer than `width` (longer words stay whole).
+std::string wrap(const std::string& text, std::size_t width) {
+  std::string out;
+  std::size_t line_length = 0;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    std::string word = text.substr(start, end - start);
+    if (line_length > 0 && line_length + 1 + word.size() > width) {
+      out += '\n';
+      line_length = 0;
+    } else if (line_length > 0) {
+      out += ' ';
+      ++line_length;
+    }
+    out += word;
+    line_length += word.size();
+    start = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
+
+CLI::App* add_command(CLI::App& parent, const std::string& name, const std::string& summary,
+                      const std::string& details) {
+  auto* app = parent.add_subcommand(name, summary);
+  // The subcommand's help shows its summary first; the details and the common notes
+  // (database URL, DUR, exit codes) come after the options.
+  app->footer(wrap(details, 88) + "\n\n" + parent.get_footer());
+  return app;
+}
 
 int run_cli(int argc, char** argv) {
   GlobalOptions global;

@@ -9,8 +9,8 @@ namespace readpast::cli {
 
 Command add_cancel_command(CLI::App& parent) {
   auto ids = std::make_shared<std::vector<JobId>>();
-  auto* app = parent.add_subcommand(
-      "cancel",
+  auto* app = add_command(
+      parent, "cancel", "Cancel available or running jobs",
       "Cancel jobs that are available or running. A running job's worker learns it at its "
       "next lease extension and kills the command; its result is discarded. Exits 1 when a "
       "given job does not exist or is already finished (the others are cancelled).");

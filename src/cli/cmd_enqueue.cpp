@@ -129,8 +129,8 @@ CliStatus enqueue_lines(Session& session, Queue& queue, const NewJob& prototype)
 
 Command add_enqueue_command(CLI::App& parent) {
   auto args = std::make_shared<EnqueueArgs>();
-  auto* app = parent.add_subcommand(
-      "enqueue",
+  auto* app = add_command(
+      parent, "enqueue", "Add a job to a queue and print its id",
       "Add a job to QUEUE and print its id. The payload is PAYLOAD, or stdin when PAYLOAD is "
       "'-' or absent (bytes: NUL and invalid UTF-8 allowed). A payload that starts with '-' "
       "goes after '--'. With --lines, every non-empty line of stdin is a job (sent in "

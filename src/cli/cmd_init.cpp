@@ -8,8 +8,8 @@
 namespace readpast::cli {
 
 Command add_init_command(CLI::App& parent) {
-  auto* app = parent.add_subcommand(
-      "init",
+  auto* app = add_command(
+      parent, "init", "Create the database and its schema, or upgrade the schema",
       "Create the database (SQLite: the file) and its schema, or upgrade the schema in place; "
       "safe to run again. Prints the schema version.");
   return {app, [](Session& session) -> CliStatus {

@@ -77,8 +77,8 @@ CliStatus list(Session& session, const ListArgs& args) {
 
 Command add_list_command(CLI::App& parent) {
   auto args = std::make_shared<ListArgs>();
-  auto* app = parent.add_subcommand(
-      "list",
+  auto* app = add_command(
+      parent, "list", "List the jobs of a queue",
       "List the jobs of QUEUE in id order. The STATE column shows 'scheduled' for available "
       "jobs not due yet and 'retrying' for available jobs that failed before.");
   app->add_option("QUEUE", args->queue, "Queue name")->required();

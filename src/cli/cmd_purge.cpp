@@ -56,8 +56,8 @@ CliStatus purge(Session& session, const PurgeArgs& args) {
 
 Command add_purge_command(CLI::App& parent) {
   auto args = std::make_shared<PurgeArgs>();
-  auto* app = parent.add_subcommand(
-      "purge",
+  auto* app = add_command(
+      parent, "purge", "Delete finished jobs of a queue",
       "Delete the jobs of QUEUE in --state (succeeded, dead or cancelled; never available or "
       "running), optionally only those finished more than --older-than ago. Prints how many.");
   app->add_option("QUEUE", args->queue, "Queue name")->required();

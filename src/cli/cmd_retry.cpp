@@ -56,8 +56,8 @@ CliStatus retry(Session& session, const RetryArgs& args) {
 
 Command add_retry_command(CLI::App& parent) {
   auto args = std::make_shared<RetryArgs>();
-  auto* app = parent.add_subcommand(
-      "retry",
+  auto* app = add_command(
+      parent, "retry", "Put dead or cancelled jobs back to available",
       "Put dead or cancelled jobs back to available, to run now with attempts reset to 0: "
       "the jobs ID..., or every job of --queue in --state (default: dead). Exits 1 when a "
       "given job does not exist or is in another state (the others are retried).");

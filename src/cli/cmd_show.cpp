@@ -33,8 +33,8 @@ CliStatus show(Session& session, const ShowArgs& args) {
 
 Command add_show_command(CLI::App& parent) {
   auto args = std::make_shared<ShowArgs>();
-  auto* app = parent.add_subcommand(
-      "show",
+  auto* app = add_command(
+      parent, "show", "Show every column of one job",
       "Show every column of job ID. As text, the payload is escaped (\\n, \\xNN, ...) so "
       "that control bytes cannot disturb the terminal.");
   app->add_option("ID", args->id, "Job id")->required();

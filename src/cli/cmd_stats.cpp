@@ -67,8 +67,8 @@ CliStatus stats(Session& session, const StatsArgs& args) {
 
 Command add_stats_command(CLI::App& parent) {
   auto args = std::make_shared<StatsArgs>();
-  auto* app = parent.add_subcommand(
-      "stats",
+  auto* app = add_command(
+      parent, "stats", "Count jobs per state, per queue",
       "Count the jobs of every queue (or of QUEUE) per state. 'available' includes "
       "'scheduled' (run_at still in the future); OLDEST AVAILABLE is the age of the oldest "
       "job that is due and waiting.");

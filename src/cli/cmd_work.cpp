@@ -152,8 +152,8 @@ CliStatus work(Session& session, const WorkArgs& args) {
 
 Command add_work_command(CLI::App& parent) {
   auto args = std::make_shared<WorkArgs>();
-  auto* app = parent.add_subcommand(
-      "work",
+  auto* app = add_command(
+      parent, "work", "Run the jobs of a queue as shell commands",
       "Run the jobs of QUEUE: each one as '/bin/sh -c CMD', with the payload on its stdin "
       "(never on its command line) and READPAST_JOB_ID, READPAST_QUEUE, READPAST_ATTEMPT "
       "(from 1), READPAST_LEASE_TOKEN and READPAST_DB in its environment. Exit 0 completes "

@@ -67,6 +67,11 @@ struct Command {
   std::function<CliStatus(Session&)> run;
 };
 
+// Adds a subcommand: `summary` (one line) is listed by 'readpast --help', `details` opens
+// 'readpast NAME --help' (wrapped to the width of a terminal).
+CLI::App* add_command(CLI::App& parent, const std::string& name, const std::string& summary,
+                      const std::string& details);
+
 // One per file cmd_NAME.cpp; each adds its subcommand to `parent`.
 Command add_init_command(CLI::App& parent);
 Command add_enqueue_command(CLI::App& parent);

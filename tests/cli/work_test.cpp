@@ -158,14 +158,13 @@ TEST_F(CliTest, ConcurrencyRunsThatManyCommandsAtOnce) {
   // Each command marks its start, then waits (up to 10s) until all four have started:
   // they can only all succeed if all four ran at the same time.
   const std::string dir = dir_.path().string();
-  const std::string command = "date +%s%N > " + dir +
-                              "/start.$READPAST_JOB_ID; n=0; "
-                              "while [ $(ls " +
-                              dir +
-                              " | grep -c '^start\\.') -lt 4 ]; do "
-                              "n=$((n+1)); [ $n -gt 400 ] && exit 1; sleep 0.025; done; "
-                              "date +%s%N > " +
-                              dir + "/end.$READPAST_JOB_ID";
+  // The start mark appears whole (by a rename) and only after its time was taken.
+  const std::string mark = dir + "/mark.$READPAST_JOB_ID";
+  const std::string command = "date +%s%N > " + mark + "; mv " + mark + " " + dir +
+                              "/start.$READPAST_JOB_ID; " + "n=0; while [ $(ls " + dir +
+                              " | grep -c '^start\\.') -lt 4 ]; do " +
+                              "n=$((n+1)); [ $n -gt 400 ] && exit 1; sleep 0.025; done; " +
+                              "date +%s%N > " + dir + "/end.$READPAST_JOB_ID";
   drain("par", command, {"--concurrency", "4"});
   EXPECT_EQ(stats("par")["succeeded"], kJobs);
 
