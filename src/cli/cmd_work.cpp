@@ -106,6 +106,9 @@ CliStatus work(Session& session, const WorkArgs& args) {
   // Commands may exit without reading their stdin: writing to them must give EPIPE, not
   // kill the worker. (Commands get SIGPIPE back at its default; see child_process.hpp.)
   ::signal(SIGPIPE, SIG_IGN);
+  // An inherited "ignore SIGCHLD" would have the kernel reap commands before the worker
+  // reads their exit status.
+  ::signal(SIGCHLD, SIG_DFL);
   // Before any thread exists, so that every thread inherits the blocked signals.
   SignalWatcher signals;
   if (auto ok = signals.status(); !ok) return ok;

@@ -147,8 +147,8 @@ bool ChildProcess::has_exited() noexcept {
   }
 }
 
-int ChildProcess::reap() noexcept {
-  if (pid_ < 0) return 0;
+std::optional<int> ChildProcess::reap() noexcept {
+  if (pid_ < 0) return std::nullopt;
   int status = 0;
   pid_t rc;
   do {
@@ -156,7 +156,8 @@ int ChildProcess::reap() noexcept {
   } while (rc < 0 && errno == EINTR);
   pid_ = -1;
   pidfd_.reset();
-  return rc < 0 ? 0 : status;
+  if (rc < 0) return std::nullopt;
+  return status;
 }
 
 std::string describe_wait_status(int status) {

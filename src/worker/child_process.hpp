@@ -7,11 +7,14 @@
 //
 // Invariant: until reap(), the child is not waited for, so even after it exits it stays a
 // zombie and its pid — which is also its process group id — cannot be reused. That is what
-// makes signal_group() safe: it can never hit an unrelated group.
+// makes signal_group() safe: it can never hit an unrelated group. The invariant needs
+// SIGCHLD at its default action (a process that ignores SIGCHLD has its children reaped by
+// the kernel); `readpast work` makes sure of it.
 #pragma once
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,8 +57,9 @@ class ChildProcess {
   void signal_group(int signal) noexcept;
   // True once the leader has exited. Does not reap it (see the invariant above).
   bool has_exited() noexcept;
-  // Waits for the leader to exit, collects it and returns its wait status.
-  int reap() noexcept;
+  // Waits for the leader to exit, collects it and returns its wait status; nullopt when
+  // the kernel had already collected it (SIGCHLD ignored by the process, see below).
+  std::optional<int> reap() noexcept;
 
  private:
   ChildProcess(pid_t pid, UniqueFd pidfd) : pid_(pid), pidfd_(std::move(pidfd)) {}

@@ -232,7 +232,7 @@ HandlerOutcome ExecHandler::operator()(JobContext& context) const {
   // The leader has exited. Anything it left behind in its group goes too; the leader is
   // still unreaped, so the group id cannot belong to anyone else yet.
   child->signal_group(SIGKILL);
-  const int status = child->reap();
+  const std::optional<int> status = child->reap();
   stdin_fd.reset();
   const auto drain_until = Clock::now() + kOutputDrainLimit;
   while ((out.fd || err.fd) && Clock::now() < drain_until) {
@@ -250,8 +250,12 @@ HandlerOutcome ExecHandler::operator()(JobContext& context) const {
 
   std::string tail_text = tail.text();
   if (stopping) return HandlerOutcome::aborted(std::move(tail_text));
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return HandlerOutcome::succeeded();
-  std::string error = describe_wait_status(status);
+  if (!status) {
+    // Never report success for a command whose exit status nobody saw.
+    return HandlerOutcome::failed("exit status unknown: the command was reaped elsewhere");
+  }
+  if (WIFEXITED(*status) && WEXITSTATUS(*status) == 0) return HandlerOutcome::succeeded();
+  std::string error = describe_wait_status(*status);
   if (!tail_text.empty()) error += ": " + tail_text;
   return HandlerOutcome::failed(std::move(error));
 }
