@@ -230,8 +230,8 @@ class PostgresEngine final : public Engine {
       if (rows->size() == 1) due_in_us = rows->optional_int8(0, 0);
     }
     if (due_in_us && *due_in_us <= 0) {
-      // A job is due, yet the caller's lease found none: it is locked by a transaction
-      // still open (another worker's lease in flight, or a caller's outbox transaction).
+      // A job is due, yet the caller's lease found none: its row is locked by a transaction
+      // still open (another worker's lease in flight, or a session holding a row lock).
       // Return soon, but not at once, so that a caller's loop does not spin.
       listener_.wait(queue, std::min<Duration>(timeout, kLockedDueRecheck));
       return true;
