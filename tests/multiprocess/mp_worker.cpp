@@ -9,10 +9,20 @@
 // or (mixed, the default) the one or the other on alternate threads. Every lease and every
 // completion goes to FILE as it happens (see support/history.hpp). Exits 0 once the queue
 // holds no available and no running job, 1 on an unexpected error, 2 on a bad command line.
+//
+// Outages: a call answered kUnavailable (database busy, restarting, unreachable) is retried
+// every 10-20 ms for up to 30 s of consecutive failures, then the process gives up (exit 1).
+// A lease call that failed so may have committed: its jobs come back when that lease
+// expires. A completion that failed so is re-sent with the same token; if the re-send is
+// refused as lease lost, the first send may have committed, and the history records the
+// outcome as unknown.
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -71,61 +81,112 @@ struct Counters {
   std::atomic<std::int64_t> leased{0};
   std::atomic<std::int64_t> completed{0};
   std::atomic<std::int64_t> rejected{0};
-  std::atomic<std::int64_t> busy{0};  // calls answered kUnavailable (and retried)
+  std::atomic<std::int64_t> unknown{0};  // completions of unknown outcome
+  std::atomic<std::int64_t> busy{0};     // calls answered kUnavailable (and retried)
 };
 
-// Retries a call while the database reports itself busy (up to 200 times, 5 ms apart).
+// How long a run of consecutive kUnavailable answers is waited out before giving up.
+constexpr auto kOutagePatience = std::chrono::seconds(30);
+
+// Consecutive kUnavailable answers of one thread's calls: each failure sleeps 10-20 ms (so
+// a retry loop never spins, e.g. while the connection pool fails at once between reconnect
+// attempts), and the outage is given up once it has lasted kOutagePatience.
+class Outage {
+ public:
+  explicit Outage(Counters& counters) : counters_(counters), random_(std::random_device{}()) {}
+  // After a kUnavailable answer: false once the outage has lasted too long, else sleeps.
+  bool wait_out() {
+    ++counters_.busy;
+    const auto now = std::chrono::steady_clock::now();
+    if (!since_) since_ = now;
+    if (now - *since_ > kOutagePatience) return false;
+    std::uniform_int_distribution<int> ms(10, 20);
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms(random_)));
+    return true;
+  }
+  // After any other answer.
+  void over() { since_.reset(); }
+
+ private:
+  Counters& counters_;
+  std::mt19937 random_;
+  std::optional<std::chrono::steady_clock::time_point> since_;
+};
+
+// Calls `call` until it answers anything but kUnavailable or the outage lasts too long;
+// *unavailable_seen tells whether any answer was kUnavailable.
 template <class F>
-auto retry_busy(Counters& counters, F&& call) {
-  for (int attempt = 0;; ++attempt) {
+auto retry_unavailable(Outage& outage, F&& call, bool* unavailable_seen = nullptr) {
+  while (true) {
     auto result = call();
-    if (result || !result.error().is_unavailable() || attempt >= 200) return result;
-    ++counters.busy;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (result || !result.error().is_unavailable()) {
+      outage.over();
+      return result;
+    }
+    if (unavailable_seen) *unavailable_seen = true;
+    if (!outage.wait_out()) return result;
   }
 }
 
+enum class Outcome { kAccepted, kRejected, kUnknown };
+
 void record_completion(const Config& config, const std::string& worker, const LeasedRef& ref,
-                       bool accepted, TimePoint t_start, TimePoint t_end, HistoryWriter& history,
+                       Outcome outcome, TimePoint t_start, TimePoint t_end, HistoryWriter& history,
                        Counters& counters) {
   CompleteEvent event;
   event.job = ref.id;
   event.token = ref.token.hex();
   event.process = config.name;
   event.worker = worker;
-  event.accepted = accepted;
-  if (!accepted) event.error = "lease_lost";
+  event.accepted = outcome == Outcome::kAccepted;
+  event.unknown = outcome == Outcome::kUnknown;
+  if (outcome == Outcome::kRejected) event.error = "lease_lost";
+  if (outcome == Outcome::kUnknown) {
+    event.error = "unknown: the reply was lost (unavailable) and the re-send found the lease lost";
+  }
   event.t_start = t_start;
   event.t = t_end;
   history.record(event);
-  ++(accepted ? counters.completed : counters.rejected);
+  ++(outcome == Outcome::kAccepted   ? counters.completed
+     : outcome == Outcome::kRejected ? counters.rejected
+                                     : counters.unknown);
 }
 
 void work(const Config& config, int thread, Queue& queue, HistoryWriter& history,
           Counters& counters) {
   const std::string worker = config.name + "/t" + std::to_string(thread);
+  Outage outage(counters);
+  auto give_up_unless = [&](bool patient, const char* what, const Error& error) {
+    if (!patient) die(worker + ": " + what + ": unavailable for over 30 s: " + error.message);
+  };
   while (true) {
     LeaseRequest request{config.queue, worker, config.batch, config.lease};
     TimePoint t_start = wall_now();
     auto leased = queue.lease(request);
     TimePoint t_end = wall_now();
     if (!leased) {
+      // Unavailable: the lease may have committed all the same; if so, its jobs come back
+      // once that (invisible) lease expires.
       if (leased.error().is_unavailable()) {
-        ++counters.busy;
+        give_up_unless(outage.wait_out(), "lease", leased.error());
         continue;
       }
       die(worker + ": lease: " + leased.error().message);
     }
+    outage.over();
     if (leased->empty()) {
-      auto stats = retry_busy(counters, [&] { return queue.stats(config.queue); });
+      auto stats = retry_unavailable(outage, [&] { return queue.stats(config.queue); });
       if (!stats) die(worker + ": stats: " + stats.error().message);
       std::int64_t pending = 0;
       for (const auto& s : *stats) pending += s.available + s.running;
       if (pending == 0) return;
       // Jobs remain (scheduled, or leased by others and maybe coming back on expiry).
       auto woken = queue.wait_for_work(config.queue, std::chrono::milliseconds(100));
-      if (!woken && !woken.error().is_unavailable()) {
-        die(worker + ": wait_for_work: " + woken.error().message);
+      if (!woken) {
+        if (!woken.error().is_unavailable()) {
+          die(worker + ": wait_for_work: " + woken.error().message);
+        }
+        give_up_unless(outage.wait_out(), "wait_for_work", woken.error());
       }
       continue;
     }
@@ -151,22 +212,31 @@ void work(const Config& config, int thread, Queue& queue, HistoryWriter& history
     if (single) {
       for (const auto& ref : refs) {
         TimePoint c_start = wall_now();
-        auto status = retry_busy(counters, [&] { return queue.complete(ref.id, ref.token); });
+        bool resent = false;  // a send was answered kUnavailable: it may have committed
+        auto status = retry_unavailable(
+            outage, [&] { return queue.complete(ref.id, ref.token); }, &resent);
         TimePoint c_end = wall_now();
         if (!status && !status.error().is_lease_lost()) {
           die(worker + ": complete: " + status.error().message);
         }
-        record_completion(config, worker, ref, status.has_value(), c_start, c_end, history,
-                          counters);
+        const Outcome outcome = status   ? Outcome::kAccepted
+                                : resent ? Outcome::kUnknown
+                                         : Outcome::kRejected;
+        record_completion(config, worker, ref, outcome, c_start, c_end, history, counters);
       }
     } else {
       TimePoint c_start = wall_now();
-      auto held = retry_busy(counters, [&] { return queue.complete_batch(refs); });
+      bool resent = false;
+      auto held = retry_unavailable(
+          outage, [&] { return queue.complete_batch(refs); }, &resent);
       TimePoint c_end = wall_now();
       if (!held) die(worker + ": complete_batch: " + held.error().message);
       if (held->size() != refs.size()) die(worker + ": complete_batch answered the wrong count");
       for (std::size_t i = 0; i < refs.size(); ++i) {
-        record_completion(config, worker, refs[i], (*held)[i], c_start, c_end, history, counters);
+        const Outcome outcome = (*held)[i] ? Outcome::kAccepted
+                                : resent   ? Outcome::kUnknown
+                                           : Outcome::kRejected;
+        record_completion(config, worker, refs[i], outcome, c_start, c_end, history, counters);
       }
     }
   }
@@ -190,10 +260,13 @@ int run(int argc, char** argv) {
     threads.emplace_back([&, t] { work(config, t, queue, history, counters); });
   }
   for (auto& thread : threads) thread.join();
-  std::fprintf(stderr, "mp_worker %s: leased %lld, completed %lld, lease lost on %lld, busy %lld\n",
+  std::fprintf(stderr,
+               "mp_worker %s: leased %lld, completed %lld, lease lost on %lld, outcome unknown "
+               "of %lld, unavailable %lld\n",
                config.name.c_str(), static_cast<long long>(counters.leased.load()),
                static_cast<long long>(counters.completed.load()),
                static_cast<long long>(counters.rejected.load()),
+               static_cast<long long>(counters.unknown.load()),
                static_cast<long long>(counters.busy.load()));
   return 0;
 }

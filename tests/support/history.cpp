@@ -79,6 +79,7 @@ std::string to_json_line(const CompleteEvent& event) {
                          {"accepted", event.accepted},
                          {"t_start", to_micros(event.t_start)},
                          {"t", to_micros(event.t)}};
+  if (event.unknown) line["accepted"] = nullptr;
   if (!event.error.empty()) line["error"] = event.error;
   return line.dump();
 }
@@ -124,7 +125,11 @@ void read_history_file(const std::string& path, History& history) {
         e.token = json.at("token").get<std::string>();
         e.process = json.at("process").get<std::string>();
         e.worker = json.at("worker").get<std::string>();
-        e.accepted = json.at("accepted").get<bool>();
+        if (json.at("accepted").is_null()) {
+          e.unknown = true;
+        } else {
+          e.accepted = json.at("accepted").get<bool>();
+        }
         if (json.contains("error")) e.error = json.at("error").get<std::string>();
         e.t_start = from_micros(json.at("t_start").get<std::int64_t>());
         e.t = from_micros(json.at("t").get<std::int64_t>());
@@ -157,8 +162,9 @@ std::string CheckReport::summary(std::size_t max_violations) const {
   std::ostringstream out;
   out << jobs << " jobs, " << leases << " leases, " << accepted_completions
       << " accepted completions, " << rejected_completions << " rejected completions, "
-      << duplicate_executions << " jobs executed more than once, " << reclaimed_from_killed
-      << " reclaimed from killed processes, " << unrecorded_completions
+      << unknown_completions << " completions of unknown outcome (" << completed_by_unknown
+      << " jobs completed only so), " << duplicate_executions << " jobs executed more than once, "
+      << reclaimed_from_killed << " reclaimed from killed processes, " << unrecorded_completions
       << " completions a killed process did not record; leases per job:";
   for (const auto& [count, n] : leases_per_job) out << " " << count << "x" << n;
   auto ms = [](Duration d) {
@@ -237,6 +243,8 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
     by_job[completion.job].completions.push_back(&completion);
     if (completion.accepted) {
       ++report.accepted_completions;
+    } else if (completion.unknown) {
+      ++report.unknown_completions;
     } else {
       ++report.rejected_completions;
     }
@@ -292,7 +300,7 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
     }
 
     for (const auto* c : events.completions) {
-      if (c->accepted || report.rejections.size() >= 10) continue;
+      if (c->accepted || c->unknown || report.rejections.size() >= 10) continue;
       auto it = lease_of_token.find(c->token);
       std::string text = job + ": completion by " + c->worker + " called at " + t(c->t_start) +
                          ", returned at " + t(c->t) + ", rejected (" + c->error + ")";
@@ -336,9 +344,25 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
         violation(job + " has attempts " + std::to_string(row.attempts) + " after " +
                   std::to_string(leases.size()) + " recorded leases");
       }
+      std::vector<const CompleteEvent*> unknown;
+      for (const auto* c : events.completions) {
+        if (c->unknown) unknown.push_back(c);
+      }
+      // One of the unknown completions committed; only the latest lease's token can have.
+      const bool unknown_latest =
+          !leases.empty() && std::any_of(unknown.begin(), unknown.end(), [&](const auto* c) {
+            return c->token == leases.back()->token;
+          });
       if (row.state == JobState::kSucceeded && accepted.empty()) {
-        if (!leases.empty() && options.killed_processes.count(leases.back()->process)) {
+        if (unknown_latest) {
+          ++report.completed_by_unknown;
+        } else if (!leases.empty() && options.killed_processes.count(leases.back()->process)) {
           ++report.unrecorded_completions;
+        } else if (!unknown.empty()) {
+          violation(job +
+                    " succeeded, its completions are all of unknown outcome, and none "
+                    "carried the token of its latest recorded lease (by " +
+                    (leases.empty() ? std::string("nobody") : leases.back()->worker) + ")");
         } else {
           violation(job + " succeeded without any accepted completion in the history");
         }

@@ -5,6 +5,9 @@
 //    "t_lease_start":…,"t_lease_end":…,"lease_expires_at":…}
 //   {"type":"complete","job":7,"token":"…","process":"p1","worker":"p1/t0",
 //    "accepted":true,"t_start":…,"t":…}
+// "accepted" is null when the worker cannot know the outcome: a completion whose reply was
+// lost (the database became unavailable) and whose re-send was refused as lease lost may
+// have committed the first time.
 // Times are microseconds since the Unix epoch: t_* from the worker's wall clock (before and
 // after the call), lease_expires_at from the database. Lines are written whole and flushed
 // one by one, so a process killed with SIGKILL leaves every line it finished (a torn last
@@ -18,8 +21,19 @@
 //   - an accepted completion whose token was not the job's latest lease's;
 //   - a job leased again after its completion was accepted;
 //   - a succeeded job without any recorded lease, or with fewer attempts than leases.
+// Outages (the database unavailable, e.g. restarted, mid-run) leave two kinds of gaps:
+//   - a completion of unknown outcome (see above). A succeeded job whose only completions
+//     are of unknown outcome counts as completed once (by one of them: fencing lets at most
+//     one token through); one of them must carry the job's latest recorded lease's token,
+//     since an earlier token cannot succeed once a later lease was granted. An unknown
+//     completion never ends a lease early for the overlap rule, and a lease after it is no
+//     violation (it tells that the completion did not commit).
+//   - an invisible lease: a lease call that failed (unavailable) may have committed without
+//     its worker knowing; the job comes back once that lease expires. Such leases are not
+//     in the history, so attempts may exceed the recorded leases, and no rule assumes that
+//     consecutive recorded leases were consecutive grants.
 // It counts duplicate executions (jobs leased more than once), which the delivery guarantee
-// allows, and jobs reclaimed from killed processes.
+// allows, jobs reclaimed from killed processes, and completions of unknown outcome.
 //
 // Thread-safety: HistoryWriter may be shared by threads; the rest are plain functions.
 #pragma once
@@ -53,6 +67,9 @@ struct CompleteEvent {
   std::string process;
   std::string worker;
   bool accepted = false;
+  // The outcome is unknown (accepted is then false): the reply to a first send was lost,
+  // and the re-send with the same token was refused (lease lost).
+  bool unknown = false;
   std::string error;    // why it was not accepted ("lease_lost: …"), empty when accepted
   TimePoint t_start{};  // wall clock just before the complete call
   TimePoint t{};        // wall clock just after it returned
@@ -107,6 +124,10 @@ struct CheckReport {
   std::int64_t leases = 0;
   std::int64_t accepted_completions = 0;
   std::int64_t rejected_completions = 0;
+  // Completions of unknown outcome (CompleteEvent::unknown), and the succeeded jobs that
+  // have no accepted completion but some of unknown outcome (each counts as completed once).
+  std::int64_t unknown_completions = 0;
+  std::int64_t completed_by_unknown = 0;
   // Jobs leased more than once (each lease is one execution), and how many leases each
   // such job had: leases per job → number of jobs.
   std::int64_t duplicate_executions = 0;
