@@ -17,7 +17,7 @@ namespace readpast {
 // Exponential backoff with jitter and a cap, for failed attempts:
 //   delay(n) = min(cap, base * 2^(n-1)), then scaled by a random factor in [1 - jitter, 1]
 // where n is the attempt that just failed (1 for the first).
-struct Backoff {
+struct Backoff {                            // base <= cap <= 100 years
   Duration base = std::chrono::seconds(1);  // Default: 1s
   Duration cap = std::chrono::hours(1);     // Default: 1h
   double jitter = 0.2;                      // Default: 0.2 (0 = none, 1 = full jitter)
@@ -52,7 +52,7 @@ struct QueueOptions {
 struct LeaseRequest {
   std::string queue;
   std::string worker_id;
-  int max_jobs = 1;
+  int max_jobs = 1;  // 1 to 10,000
   Duration lease_duration = std::chrono::seconds(30);
 };
 

@@ -16,6 +16,10 @@ namespace readpast {
 using Duration = std::chrono::microseconds;
 using TimePoint = std::chrono::sys_time<std::chrono::microseconds>;
 
+// The longest duration readpast accepts anywhere (delays, leases, backoff, retention):
+// 100 years. Longer ones are kInvalidArgument, so that now + d can never overflow.
+inline constexpr Duration kMaxDuration = std::chrono::hours(24 * 365 * 100);
+
 // Parses "500ms", "30s", "5m", "2h", "7d", decimals ("1.5s") and compounds ("1m30s").
 // Negative values and values beyond 100 years are rejected.
 Result<Duration> parse_duration(std::string_view text);

@@ -18,6 +18,9 @@ Status Backoff::validate() const {
   if (base < Duration::zero() || cap < Duration::zero()) {
     return fail_with(Error::invalid_argument("backoff: base and cap must not be negative"));
   }
+  if (cap > kMaxDuration) {
+    return fail_with(Error::invalid_argument("backoff: cap must not exceed 100 years"));
+  }
   if (base > cap) return fail_with(Error::invalid_argument("backoff: base must not exceed cap"));
   if (!(jitter >= 0.0 && jitter <= 1.0)) {
     return fail_with(Error::invalid_argument("backoff: jitter must be between 0 and 1"));

@@ -8,8 +8,6 @@
 namespace readpast {
 namespace {
 
-constexpr double kMaxSeconds = 100.0 * 365 * 24 * 3600;  // 100 years
-
 // Microseconds per unit, or 0 when the unit is unknown.
 double unit_micros(std::string_view unit) {
   if (unit == "us") return 1;
@@ -67,7 +65,8 @@ Result<Duration> parse_duration(std::string_view text) {
     double per_unit = unit_micros(unit);
     if (per_unit == 0) return fail_with(bad_duration(text, "unknown unit"));
     total_micros += std::stod(number) * per_unit;
-    if (total_micros > kMaxSeconds * 1e6) return fail_with(bad_duration(text, "too long"));
+    if (total_micros > static_cast<double>(kMaxDuration.count()))
+      return fail_with(bad_duration(text, "too long"));
   }
   return Duration(static_cast<Duration::rep>(std::llround(total_micros)));
 }

@@ -86,8 +86,9 @@ std::string extract_uri_params(std::string_view uri,
 
 std::string redact_url(std::string_view url) {
   std::string text(url);
-  // postgresql://user:secret@host → postgresql://user:***@host
-  static const std::regex uri_password(R"(^(postgres(?:ql)?://[^:/@?]*:)[^@/?]*@)");
+  // scheme://user:secret@host → scheme://user:***@host, for any scheme: an unknown
+  // scheme is echoed in the "bad URL" error and must not leak its password either.
+  static const std::regex uri_password(R"(^([A-Za-z][A-Za-z0-9+.-]*://[^:/@?]*:)[^@/?]*@)");
   text = std::regex_replace(text, uri_password, "$1***@");
   // password=secret or password='sec ret' in keyword form or a URI query
   static const std::regex keyword_password(R"((password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*))",

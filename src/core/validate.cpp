@@ -38,18 +38,21 @@ Status validate_queue_name(std::string_view name) {
 
 namespace detail {
 
-Status validate_positive_duration(Duration d, std::string_view what) {
-  if (d <= Duration::zero()) {
-    return fail_with(Error::invalid_argument(std::string(what) + " must be positive"));
-  }
-  return {};
-}
-
 Status validate_non_negative_duration(Duration d, std::string_view what) {
   if (d < Duration::zero()) {
     return fail_with(Error::invalid_argument(std::string(what) + " must not be negative"));
   }
+  if (d > kMaxDuration) {
+    return fail_with(Error::invalid_argument(std::string(what) + " must not exceed 100 years"));
+  }
   return {};
+}
+
+Status validate_positive_duration(Duration d, std::string_view what) {
+  if (d == Duration::zero()) {
+    return fail_with(Error::invalid_argument(std::string(what) + " must be positive"));
+  }
+  return validate_non_negative_duration(d, what);
 }
 
 Status validate_new_job(const NewJob& job, std::size_t max_payload_bytes) {
@@ -67,6 +70,14 @@ Status validate_new_job(const NewJob& job, std::size_t max_payload_bytes) {
   }
   if (job.delay) {
     if (auto ok = validate_non_negative_duration(*job.delay, "delay"); !ok) return ok;
+  }
+  if (job.run_at) {
+    // Years 1 to 9999: what RFC 3339 can write and both engines can store.
+    constexpr auto kEarliest = std::chrono::sys_days(std::chrono::year(1) / 1 / 1);
+    constexpr auto kLatest = std::chrono::sys_days(std::chrono::year(9999) / 12 / 31);
+    if (*job.run_at < kEarliest || *job.run_at > kLatest) {
+      return fail_with(Error::invalid_argument("run_at must be between the years 1 and 9999"));
+    }
   }
   if (job.unique_key) {
     if (job.unique_key->empty()) {

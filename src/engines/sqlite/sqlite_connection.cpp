@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <string>
+#include <thread>
 
 namespace readpast::detail::sqlite {
 
@@ -53,7 +54,8 @@ Result<std::unique_ptr<Connection>> Connection::open(const Settings& settings) {
         Error::unavailable("cannot open database file '" + settings.path + "': " + why));
   }
   sqlite3_extended_result_codes(raw, 1);
-  sqlite3_busy_timeout(raw, settings.busy_timeout_ms);
+  connection->busy_timeout_ms_ = settings.busy_timeout_ms;
+  sqlite3_busy_handler(raw, &Connection::on_busy, connection.get());
   // WAL lets readers run beside the one writer and makes a commit one append. It is a
   // property of the file, so setting it on every open is cheap once it is set.
   if (auto ok = connection->exec("PRAGMA journal_mode=WAL"); !ok) return fail_with(ok.error());
@@ -62,6 +64,18 @@ Result<std::unique_ptr<Connection>> Connection::open(const Settings& settings) {
     return fail_with(connection->error(sqlite3_errcode(raw), "setting synchronous"));
   }
   return connection;
+}
+
+int Connection::on_busy(void* self, int tries) noexcept {
+  auto* connection = static_cast<Connection*>(self);
+  const auto now = std::chrono::steady_clock::now();
+  if (tries == 0) connection->busy_since_ = now;
+  if (now - connection->busy_since_ >= std::chrono::milliseconds(connection->busy_timeout_ms_)) {
+    return 0;  // give up: the caller gets SQLITE_BUSY, reported as kUnavailable
+  }
+  std::uniform_int_distribution<int> sleep_us(100, 1000);
+  std::this_thread::sleep_for(std::chrono::microseconds(sleep_us(connection->busy_jitter_)));
+  return 1;
 }
 
 Result<std::unique_ptr<Statement>> Connection::prepare(const char* sql) {

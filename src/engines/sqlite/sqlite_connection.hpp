@@ -8,9 +8,11 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -107,7 +109,16 @@ class Connection {
   Error error(int code, std::string_view context) const;
 
  private:
+  // SQLite's own busy_timeout sleeps ever longer (up to 100 ms) between tries, so a
+  // waiting writer can keep missing the moments the lock is free while others grab it:
+  // seconds-long stalls under contention. This handler retries after short, jittered
+  // sleeps until busy_timeout_ms has passed since the first try.
+  static int on_busy(void* self, int tries) noexcept;
+
   std::unique_ptr<sqlite3, DatabaseDeleter> db_;
+  int busy_timeout_ms_ = 0;
+  std::chrono::steady_clock::time_point busy_since_;
+  std::minstd_rand busy_jitter_{std::random_device{}()};
   std::unordered_map<const char*, std::unique_ptr<sqlite3_stmt, StatementDeleter>> cache_;
 };
 

@@ -397,6 +397,9 @@ class SqliteEngine final : public Engine {
   Result<T> write(Body&& body) {
     auto connection = acquire();
     if (!connection) return fail_with(connection.error());
+    // One writer per process at a time: the threads of a process queue fairly on this
+    // mutex instead of all polling SQLite's file lock against the other processes.
+    std::lock_guard writer(write_mu_);
     auto transaction = ImmediateTransaction::begin(*connection->get());
     if (!transaction) return fail_with(transaction.error());
     Result<T> result = body(*connection->get(), now_micros());
@@ -458,6 +461,8 @@ class SqliteEngine final : public Engine {
 
   std::mutex mu_;
   std::vector<std::unique_ptr<Connection>> idle_;  // guarded by mu_
+  // Held for the whole of every write transaction; never taken while holding mu_.
+  std::mutex write_mu_;
 };
 
 constexpr const char* kDataVersion = "PRAGMA data_version";
