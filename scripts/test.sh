@@ -49,7 +49,7 @@ for config in $configs; do
   case "$config" in
     strict) run_config strict "" -DCMAKE_BUILD_TYPE=RelWithDebInfo ;;
     asan)   run_config asan "" -DCMAKE_BUILD_TYPE=Debug -DREADPAST_SANITIZE=address,undefined ;;
-    tsan)   run_config tsan "worker" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREADPAST_SANITIZE=thread ;;
+    tsan)   run_config tsan "cli" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREADPAST_SANITIZE=thread ;;
     *) echo "unknown configuration '$config' (strict, asan, tsan)" >&2; exit 2 ;;
   esac
 done
