@@ -1,7 +1,6 @@
 // Enqueues, leases and completes one job through the installed library.
-#include <readpast/readpast.hpp>
-
 #include <cstdio>
+#include <readpast/readpast.hpp>
 #include <string>
 
 int main(int argc, char** argv) {
