@@ -33,6 +33,23 @@ struct FailItem {
   double backoff_factor = 1.0;  // in [1 - jitter, 1], drawn by Queue
 };
 
+// The counter of QueueStats that holds jobs in `state`: how engines fill in stats rows.
+inline std::int64_t& count_of(QueueStats& stats, JobState state) {
+  switch (state) {
+    case JobState::kAvailable:
+      return stats.available;
+    case JobState::kRunning:
+      return stats.running;
+    case JobState::kSucceeded:
+      return stats.succeeded;
+    case JobState::kDead:
+      return stats.dead;
+    case JobState::kCancelled:
+      return stats.cancelled;
+  }
+  return stats.available;
+}
+
 // nullopt = lease lost for that item.
 using FailResult = std::optional<FailOutcome>;
 

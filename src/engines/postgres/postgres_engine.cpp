@@ -312,25 +312,11 @@ class PostgresEngine final : public Engine {
       std::string name = rows->text(r, 0);
       QueueStats& q = by_queue[name];
       q.queue = name;
-      const std::int64_t count = rows->int8(r, 2);
-      switch (parse_job_state(rows->text(r, 1)).value_or(JobState::kAvailable)) {
-        case JobState::kAvailable:
-          q.available = count;
-          q.scheduled = rows->int8(r, 3);
-          q.oldest_available_age = Duration(rows->optional_int8(r, 4).value_or(0));
-          break;
-        case JobState::kRunning:
-          q.running = count;
-          break;
-        case JobState::kSucceeded:
-          q.succeeded = count;
-          break;
-        case JobState::kDead:
-          q.dead = count;
-          break;
-        case JobState::kCancelled:
-          q.cancelled = count;
-          break;
+      const JobState state = parse_job_state(rows->text(r, 1)).value_or(JobState::kAvailable);
+      count_of(q, state) = rows->int8(r, 2);
+      if (state == JobState::kAvailable) {
+        q.scheduled = rows->int8(r, 3);
+        q.oldest_available_age = Duration(rows->optional_int8(r, 4).value_or(0));
       }
     }
     std::vector<QueueStats> result;

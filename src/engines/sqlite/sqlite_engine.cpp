@@ -293,26 +293,11 @@ class SqliteEngine final : public Engine {
         std::string name = s.text(0);
         if (result.empty() || result.back().queue != name) result.push_back({.queue = name});
         QueueStats& q = result.back();
-        auto state = parse_job_state(s.text(1));
-        std::int64_t count = s.int64(2);
-        switch (state.value_or(JobState::kAvailable)) {
-          case JobState::kAvailable:
-            q.available = count;
-            q.scheduled = s.int64(3);
-            if (auto oldest = s.optional_int64(4)) q.oldest_available_age = Duration(now - *oldest);
-            break;
-          case JobState::kRunning:
-            q.running = count;
-            break;
-          case JobState::kSucceeded:
-            q.succeeded = count;
-            break;
-          case JobState::kDead:
-            q.dead = count;
-            break;
-          case JobState::kCancelled:
-            q.cancelled = count;
-            break;
+        const JobState state = parse_job_state(s.text(1)).value_or(JobState::kAvailable);
+        count_of(q, state) = s.int64(2);
+        if (state == JobState::kAvailable) {
+          q.scheduled = s.int64(3);
+          if (auto oldest = s.optional_int64(4)) q.oldest_available_age = Duration(now - *oldest);
         }
       }
       return result;
