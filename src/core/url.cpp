@@ -1,6 +1,6 @@
 #include "core/url.hpp"
 
-#include <regex>
+#include <cctype>
 
 namespace readpast::detail {
 namespace {
@@ -84,17 +84,111 @@ std::string extract_uri_params(std::string_view uri,
 
 }  // namespace
 
+std::optional<TextSpan> uri_password_span(std::string_view text) {
+  // scheme: a letter, then letters, digits, '+', '.', '-'; then "://"
+  std::size_t i = 0;
+  if (text.empty() || std::isalpha(static_cast<unsigned char>(text[0])) == 0) return std::nullopt;
+  while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) != 0 ||
+                             text[i] == '+' || text[i] == '.' || text[i] == '-')) {
+    ++i;
+  }
+  if (text.substr(i, 3) != "://") return std::nullopt;
+  i += 3;
+  // user: anything up to the first ':' (the password follows) unless '/', '@' or '?' ends
+  // the authority's user part first.
+  const std::size_t colon = text.find_first_of(":/@?", i);
+  if (colon == std::string_view::npos || text[colon] != ':') return std::nullopt;
+  // password: up to '@'; a '/' or '?' first means the ':' was a host's port, not a password.
+  const std::size_t at = text.find_first_of("@/?", colon + 1);
+  if (at == std::string_view::npos || text[at] != '@') return std::nullopt;
+  return TextSpan{colon + 1, at};
+}
+
+namespace {
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+bool iequals_at(std::string_view text, std::size_t pos, std::string_view word) {
+  if (text.size() - pos < word.size()) return false;
+  for (std::size_t k = 0; k < word.size(); ++k) {
+    if (std::tolower(static_cast<unsigned char>(text[pos + k])) != word[k]) return false;
+  }
+  return true;
+}
+
+// The end of a keyword value that starts at `pos`: a single-quoted string with backslash
+// escapes (an unterminated one runs to the end of the text, so nothing of it leaks), or a
+// bare word ending at whitespace or '&'.
+std::size_t value_end(std::string_view text, std::size_t pos) {
+  if (pos < text.size() && text[pos] == '\'') {
+    for (std::size_t k = pos + 1; k < text.size(); ++k) {
+      if (text[k] == '\\') {
+        ++k;
+      } else if (text[k] == '\'') {
+        return k + 1;
+      }
+    }
+    return text.size();
+  }
+  std::size_t k = pos;
+  while (k < text.size() && !is_space(text[k]) && text[k] != '&') ++k;
+  return k;
+}
+
+}  // namespace
+
 std::string redact_url(std::string_view url) {
   std::string text(url);
   // scheme://user:secret@host → scheme://user:***@host, for any scheme: an unknown
   // scheme is echoed in the "bad URL" error and must not leak its password either.
-  static const std::regex uri_password(R"(^([A-Za-z][A-Za-z0-9+.-]*://[^:/@?]*:)[^@/?]*@)");
-  text = std::regex_replace(text, uri_password, "$1***@");
-  // password=secret or password='sec ret' in keyword form or a URI query
-  static const std::regex keyword_password(R"((password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*))",
-                                           std::regex::icase);
-  return std::regex_replace(text, keyword_password, "$1***");
+  if (auto span = uri_password_span(text)) {
+    text.replace(span->begin, span->end - span->begin, "***");
+  }
+  // password=secret or password='sec ret', in keyword form or a URI query, in any case.
+  constexpr std::string_view kKeyword = "password";
+  std::string out;
+  out.reserve(text.size());
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (!iequals_at(text, i, kKeyword)) {
+      out += text[i++];
+      continue;
+    }
+    std::size_t k = i + kKeyword.size();
+    while (k < text.size() && is_space(text[k])) ++k;
+    if (k >= text.size() || text[k] != '=') {
+      out += text[i++];
+      continue;
+    }
+    ++k;
+    while (k < text.size() && is_space(text[k])) ++k;
+    out.append(text, i, k - i);
+    out += "***";
+    i = value_end(text, k);
+  }
+  return out;
 }
+
+namespace {
+
+// libpq's keyword form: optional whitespace, a keyword of letters and '_', optional
+// whitespace, '='.
+bool looks_like_keywords(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size() && is_space(text[i])) ++i;
+  const std::size_t word = i;
+  while (i < text.size() &&
+         (std::isalpha(static_cast<unsigned char>(text[i])) != 0 || text[i] == '_')) {
+    ++i;
+  }
+  if (i == word) return false;
+  while (i < text.size() && is_space(text[i])) ++i;
+  return i < text.size() && text[i] == '=';
+}
+
+}  // namespace
 
 Result<DatabaseUrl> parse_database_url(std::string_view url) {
   if (url.empty()) return fail_with(Error::invalid_argument("bad URL: it is empty"));
@@ -107,9 +201,7 @@ Result<DatabaseUrl> parse_database_url(std::string_view url) {
     return parsed;
   }
   // libpq keyword form: at least one key=value and no scheme.
-  static const std::regex keywords(R"(^\s*[A-Za-z_]+\s*=.*)");
-  if (url.find("://") == std::string_view::npos &&
-      std::regex_match(url.begin(), url.end(), keywords)) {
+  if (url.find("://") == std::string_view::npos && looks_like_keywords(url)) {
     DatabaseUrl parsed;
     parsed.kind = EngineKind::kPostgres;
     parsed.redacted = redact_url(url);

@@ -3,7 +3,9 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -28,6 +30,16 @@ struct DatabaseUrl {
 // "sqlite:PATH[?k=v&...]", "postgresql://..." or "postgres://...", or libpq keywords
 // ("host=... dbname=..."). Errors never echo a password.
 Result<DatabaseUrl> parse_database_url(std::string_view url);
+
+// [begin, end) of a range of characters in a string.
+struct TextSpan {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+};
+
+// Where the password of "scheme://user:password@host..." is, for any scheme; nullopt
+// when the URI has none.
+std::optional<TextSpan> uri_password_span(std::string_view text);
 
 // Replaces the password of a postgresql:// URI or a password=... keyword with "***".
 std::string redact_url(std::string_view url);

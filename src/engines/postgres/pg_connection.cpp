@@ -5,7 +5,6 @@
 #include <array>
 #include <charconv>
 #include <cstring>
-#include <regex>
 
 namespace readpast::detail::pg {
 namespace {
@@ -81,9 +80,8 @@ Result<ConnectionConfig> make_connection_config(const DatabaseUrl& url) {
   config.redacted = url.redacted;
   // The password as written in a URI (possibly percent-encoded), so that it is scrubbed
   // even from messages that echo the URI itself.
-  static const std::regex uri_password(R"(^postgres(?:ql)?://[^:/@?]*:([^@/?]*)@)");
-  if (std::smatch m; std::regex_search(config.conninfo, m, uri_password)) {
-    config.secrets.push_back(m[1].str());
+  if (auto span = uri_password_span(config.conninfo)) {
+    config.secrets.push_back(config.conninfo.substr(span->begin, span->end - span->begin));
   }
   char* error = nullptr;
   std::unique_ptr<PQconninfoOption, ConninfoOptionsDeleter> options(
