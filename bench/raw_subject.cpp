@@ -1,0 +1,464 @@
+// The raw-SQL ceiling: the same job lifecycle in hand-written SQL on a minimal table, the
+// statements prepared once per connection. On PostgreSQL the table and statements are the
+// peer harness' sql-reference (sql/schema.sql, lease100.sql), except that the payload is
+// bytea (like readpast's; the harness' jsonb would cost the ceiling a parse) and the lease
+// returns the payload (a worker needs it; the harness returns ids only).
+#include <poll.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "common.hpp"
+#include "pg_client.hpp"
+#include "sqlite_client.hpp"
+#include "subject.hpp"
+
+namespace readpast::bench {
+namespace {
+
+// Runs setup.threads threads of body(thread index, counts) and sums their counts; the
+// first exception of any thread is rethrown after all have stopped.
+template <class Body>
+WorkerCounts run_threads(const WorkerSetup& setup, Body&& body) {
+  std::vector<WorkerCounts> counts(static_cast<std::size_t>(setup.threads));
+  std::mutex mu;
+  std::exception_ptr error;
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < setup.threads; ++t) {
+      threads.emplace_back([&, t] {
+        try {
+          body(t, counts[static_cast<std::size_t>(t)]);
+        } catch (...) {
+          std::lock_guard lock(mu);
+          if (!error) error = std::current_exception();
+        }
+      });
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  WorkerCounts total;
+  for (const auto& c : counts) {
+    total.completed += c.completed;
+    total.leases += c.leases;
+    total.empty_leases += c.empty_leases;
+    total.retries += c.retries;
+  }
+  return total;
+}
+
+// ---- PostgreSQL ------------------------------------------------------------------------
+
+constexpr const char* kPgSchema = R"sql(
+CREATE SCHEMA IF NOT EXISTS rawq;
+CREATE TABLE IF NOT EXISTS rawq.jobs (
+  id           bigserial   PRIMARY KEY,
+  queue        text        NOT NULL DEFAULT 'default',
+  priority     int         NOT NULL DEFAULT 0,
+  run_at       timestamptz NOT NULL DEFAULT now(),
+  payload      bytea       NOT NULL,
+  attempts     int         NOT NULL DEFAULT 0,
+  locked_by    text,
+  locked_until timestamptz
+);
+CREATE INDEX IF NOT EXISTS jobs_ready ON rawq.jobs (priority, id) WHERE locked_until IS NULL;
+)sql";
+
+constexpr const char* kPgEnqueue =
+    "INSERT INTO rawq.jobs (queue, payload) VALUES ($1::text, $2::bytea) RETURNING id";
+constexpr const char* kPgEnqueueNotify =
+    "WITH ins AS (INSERT INTO rawq.jobs (queue, payload) VALUES ($1::text, $2::bytea) "
+    "RETURNING id) SELECT id, pg_notify('rawq_jobs', $1::text) FROM ins";
+constexpr const char* kPgEnqueueBatch =
+    "INSERT INTO rawq.jobs (queue, payload) SELECT $1::text, p FROM unnest($2::bytea[]) AS p "
+    "RETURNING id";
+constexpr const char* kPgCopy = "COPY rawq.jobs (queue, payload) FROM STDIN (FORMAT binary)";
+constexpr const char* kPgLease =
+    "WITH c AS (SELECT id FROM rawq.jobs WHERE locked_until IS NULL AND run_at <= now() "
+    "ORDER BY priority, id LIMIT $1::integer FOR UPDATE SKIP LOCKED) "
+    "UPDATE rawq.jobs j SET locked_by = $2::text, locked_until = now() + interval '5 minutes', "
+    "attempts = j.attempts + 1 FROM c WHERE j.id = c.id RETURNING j.id, j.payload";
+constexpr const char* kPgComplete = "DELETE FROM rawq.jobs WHERE id = ANY($1::bigint[])";
+
+std::string pg_prefill_sql(std::int64_t from, std::int64_t to) {
+  return "INSERT INTO rawq.jobs (queue, payload) SELECT '" + std::string(kQueue) +
+         "', convert_to('{\"seq\":' || i || ',\"user_id\":' || (100000 + i % 900000) || "
+         "',\"action\":\"send_welcome_email\",\"email\":\"user' || (100000 + i % 900000) || "
+         "'@example.com\",\"locale\":\"en-GB\"}', 'UTF8') FROM generate_series(" +
+         std::to_string(from) + ", " + std::to_string(to) + ") AS i";
+}
+
+class RawPgSubject final : public Subject {
+ public:
+  RawPgSubject(const Target& target, int threads)
+      : conninfo_(target.pg_url), max_connections_(std::clamp(threads, 1, 8)), admin_(conninfo_) {
+    admin_.exec(kPgSchema);
+  }
+
+  std::string system() const override { return "raw-sql"; }
+  std::string describe() const override {
+    return "minimal table rawq.jobs (harness sql/schema.sql, payload bytea); lease: " +
+           std::string(kPgLease) + "; complete: " + kPgComplete + "; " +
+           std::to_string(max_connections_) + " connections at most (readpast's pool)";
+  }
+
+  void reset() override { admin_.exec("TRUNCATE rawq.jobs"); }
+  void prefill(std::int64_t n) override {
+    for (std::int64_t from = 1; from <= n; from += 1'000'000) {
+      admin_.exec(pg_prefill_sql(from, std::min(n, from + 999'999)));
+    }
+  }
+  void settle() override {
+    admin_.exec("VACUUM ANALYZE rawq.jobs");
+    admin_.exec("CHECKPOINT");
+  }
+  std::int64_t unfinished() override { return admin_.scalar_int("SELECT count(*) FROM rawq.jobs"); }
+
+  void enqueue(std::string_view payload) override {
+    auto c = acquire();
+    c->run("enqueue", PgParams().bytes(kQueue).bytes(payload));
+  }
+  void enqueue_and_wake(std::string_view payload) override {
+    auto c = acquire();
+    c->run("enqueue_notify", PgParams().bytes(kQueue).bytes(payload));
+  }
+  std::vector<std::string> batch_forms() const override { return {"insert-unnest", "copy"}; }
+  void use_batch_form(const std::string& form) override { copy_ = form == "copy"; }
+  void enqueue_batch(std::span<const std::string> payloads) override {
+    auto c = acquire();
+    if (copy_) {
+      c->copy_rows(kPgCopy, kQueue, payloads);
+    } else {
+      c->run("enqueue_batch", PgParams().bytes(kQueue).bytea_array(payloads));
+    }
+  }
+
+  WorkerCounts work(const WorkerSetup& setup, const Handler& handler,
+                    std::stop_token stop) override {
+    return run_threads(setup, [&](int t, WorkerCounts& mine) {
+      const std::string worker = "raw/" + std::to_string(::getpid()) + "/" + std::to_string(t);
+      // An idle worker waits for a NOTIFY on a connection of its own that LISTENs.
+      std::unique_ptr<PgConn> listener;
+      if (!setup.until_empty) {
+        listener = std::make_unique<PgConn>(conninfo_);
+        listener->exec("LISTEN rawq_jobs");
+      }
+      std::vector<std::int64_t> ids;
+      while (!stop.stop_requested()) {
+        ids.clear();
+        {
+          auto c = acquire();
+          auto rows = c->run("lease", PgParams().int4(setup.batch).bytes(worker));
+          ++mine.leases;
+          for (int r = 0; r < PQntuples(rows.get()); ++r) {
+            ids.push_back(pg_int8(rows.get(), r, 0));
+            handler(ids.back(), pg_bytes(rows.get(), r, 1));
+          }
+        }
+        if (ids.empty()) {
+          ++mine.empty_leases;
+          if (setup.until_empty) return;
+          wait_for_notify(*listener, setup.idle_wait);
+          continue;
+        }
+        {
+          auto c = acquire();
+          c->run("complete", PgParams().int8_array(ids));
+        }
+        mine.completed += static_cast<std::int64_t>(ids.size());
+        if (setup.completed != nullptr) {
+          setup.completed->fetch_add(static_cast<std::int64_t>(ids.size()));
+        }
+      }
+    });
+  }
+
+  Cycle lease_cycle(int max_jobs) override {
+    auto c = acquire();
+    Cycle cycle;
+    auto t0 = Clock::now();
+    auto rows = c->run("lease", PgParams().int4(max_jobs).bytes("raw/depth"));
+    auto t1 = Clock::now();
+    std::vector<std::int64_t> ids;
+    for (int r = 0; r < PQntuples(rows.get()); ++r) ids.push_back(pg_int8(rows.get(), r, 0));
+    if (!ids.empty()) c->run("complete", PgParams().int8_array(ids));
+    auto t2 = Clock::now();
+    cycle.leased = static_cast<int>(ids.size());
+    cycle.lease_us = std::chrono::duration<double, std::micro>(t1 - t0).count();
+    cycle.complete_us = std::chrono::duration<double, std::micro>(t2 - t1).count();
+    return cycle;
+  }
+
+ private:
+  // A connection on loan from the pool (created on demand, at most max_connections_).
+  class Lease {
+   public:
+    Lease(RawPgSubject& owner, std::unique_ptr<PgConn> conn)
+        : owner_(owner), conn_(std::move(conn)) {}
+    Lease(const Lease&) = delete;
+    ~Lease() { owner_.give_back(std::move(conn_)); }
+    PgConn* operator->() const { return conn_.get(); }
+
+   private:
+    RawPgSubject& owner_;
+    std::unique_ptr<PgConn> conn_;
+  };
+
+  Lease acquire() {
+    std::unique_lock lock(mu_);
+    released_.wait(lock, [&] { return !idle_.empty() || open_ < max_connections_; });
+    if (!idle_.empty()) {
+      auto conn = std::move(idle_.back());
+      idle_.pop_back();
+      return Lease(*this, std::move(conn));
+    }
+    ++open_;
+    lock.unlock();
+    auto conn = std::make_unique<PgConn>(conninfo_);
+    conn->prepare("enqueue", kPgEnqueue);
+    conn->prepare("enqueue_notify", kPgEnqueueNotify);
+    conn->prepare("enqueue_batch", kPgEnqueueBatch);
+    conn->prepare("lease", kPgLease);
+    conn->prepare("complete", kPgComplete);
+    return Lease(*this, std::move(conn));
+  }
+
+  void give_back(std::unique_ptr<PgConn> conn) {
+    {
+      std::lock_guard lock(mu_);
+      idle_.push_back(std::move(conn));
+    }
+    released_.notify_one();
+  }
+
+  static void wait_for_notify(PgConn& listener, std::chrono::milliseconds timeout) {
+    PGconn* c = listener.raw();
+    pollfd fd{PQsocket(c), POLLIN, 0};
+    if (::poll(&fd, 1, static_cast<int>(timeout.count())) > 0) {
+      PQconsumeInput(c);
+      while (PGnotify* n = PQnotifies(c)) PQfreemem(n);
+    }
+  }
+
+  const std::string conninfo_;
+  const int max_connections_;
+  PgConn admin_;
+  bool copy_ = false;
+  std::mutex mu_;
+  std::condition_variable released_;
+  std::vector<std::unique_ptr<PgConn>> idle_;  // guarded by mu_
+  int open_ = 0;                               // guarded by mu_
+};
+
+// ---- SQLite ----------------------------------------------------------------------------
+
+constexpr const char* kSqliteSchema = R"sql(
+CREATE TABLE IF NOT EXISTS rawq_jobs (
+  id           INTEGER PRIMARY KEY,
+  queue        TEXT    NOT NULL,
+  priority     INTEGER NOT NULL DEFAULT 0,
+  run_at       INTEGER NOT NULL,
+  payload      BLOB    NOT NULL,
+  attempts     INTEGER NOT NULL DEFAULT 0,
+  locked_by    TEXT,
+  locked_until INTEGER
+);
+CREATE INDEX IF NOT EXISTS rawq_ready ON rawq_jobs (priority, id) WHERE locked_until IS NULL;
+)sql";
+
+constexpr const char* kSqliteEnqueue =
+    "INSERT INTO rawq_jobs (queue, run_at, payload) VALUES (?1, ?2, ?3)";
+// One statement: SQLite takes the write lock when it starts, so it is its own short
+// IMMEDIATE transaction.
+constexpr const char* kSqliteLease =
+    "UPDATE rawq_jobs SET locked_by = ?1, locked_until = ?2 + 300000000, attempts = attempts + 1 "
+    "WHERE id IN (SELECT id FROM rawq_jobs WHERE locked_until IS NULL AND run_at <= ?2 "
+    "ORDER BY priority, id LIMIT ?3) RETURNING id, payload";
+constexpr const char* kSqliteComplete = "DELETE FROM rawq_jobs WHERE id = ?1";
+
+// One connection with its statements prepared.
+struct SqliteSession {
+  SqliteSession(const std::string& path, const std::string& synchronous)
+      : db(path, synchronous),
+        enqueue(db.raw(), kSqliteEnqueue),
+        lease(db.raw(), kSqliteLease),
+        complete(db.raw(), kSqliteComplete) {}
+  SqliteDb db;
+  SqliteStmt enqueue;
+  SqliteStmt lease;
+  SqliteStmt complete;
+};
+
+class RawSqliteSubject final : public Subject {
+ public:
+  explicit RawSqliteSubject(const Target& target)
+      : path_(target.sqlite_dir + "/raw.db"),
+        synchronous_(target.sqlite_synchronous),
+        admin_(path_, synchronous_) {
+    admin_.exec(kSqliteSchema);
+  }
+
+  std::string system() const override { return "raw-sqlite"; }
+  std::string describe() const override {
+    return "minimal table rawq_jobs, WAL, synchronous=" + synchronous_ +
+           "; lease: " + std::string(kSqliteLease) + "; complete: BEGIN IMMEDIATE; " +
+           kSqliteComplete + " per job; COMMIT";
+  }
+
+  void reset() override { admin_.exec("DELETE FROM rawq_jobs"); }
+  void prefill(std::int64_t n) override {
+    const std::string now = std::to_string(wall_micros() - 1000);
+    for (std::int64_t from = 1; from <= n; from += 1'000'000) {
+      const std::int64_t to = std::min(n, from + 999'999);
+      admin_.exec("WITH RECURSIVE s(i) AS (SELECT " + std::to_string(from) +
+                  " UNION ALL SELECT i + 1 FROM s WHERE i < " + std::to_string(to) +
+                  ") INSERT INTO rawq_jobs (queue, run_at, payload) SELECT '" +
+                  std::string(kQueue) + "', " + now +
+                  ", CAST('{\"seq\":' || i || ',\"user_id\":' || (100000 + i % 900000) || "
+                  "',\"action\":\"send_welcome_email\",\"email\":\"user' || "
+                  "(100000 + i % 900000) || '@example.com\",\"locale\":\"en-GB\"}' AS BLOB) "
+                  "FROM s");
+    }
+  }
+  void settle() override { admin_.exec("PRAGMA wal_checkpoint(TRUNCATE)"); }
+  std::int64_t unfinished() override { return admin_.scalar_int("SELECT count(*) FROM rawq_jobs"); }
+
+  void enqueue(std::string_view payload) override {
+    auto s = acquire();
+    s->enqueue.bind_text(1, kQueue).bind(2, wall_micros()).bind_blob(3, payload);
+    s->enqueue.step();
+    s->enqueue.reset();
+  }
+  void enqueue_batch(std::span<const std::string> payloads) override {
+    auto s = acquire();
+    s->db.exec("BEGIN IMMEDIATE");
+    const std::int64_t now = wall_micros();
+    for (const auto& p : payloads) {
+      s->enqueue.bind_text(1, kQueue).bind(2, now).bind_blob(3, p);
+      s->enqueue.step();
+      s->enqueue.reset();
+    }
+    s->db.exec("COMMIT");
+  }
+
+  WorkerCounts work(const WorkerSetup& setup, const Handler& handler,
+                    std::stop_token stop) override {
+    return run_threads(setup, [&](int t, WorkerCounts& mine) {
+      const std::string worker = "raw/" + std::to_string(::getpid()) + "/" + std::to_string(t);
+      SqliteSession s(path_, synchronous_);
+      SqliteStmt data_version(s.db.raw(), "PRAGMA data_version");
+      std::vector<std::int64_t> ids;
+      while (!stop.stop_requested()) {
+        ids.clear();
+        s.lease.bind_text(1, worker).bind(2, wall_micros()).bind(3, setup.batch);
+        while (s.lease.step()) {
+          ids.push_back(s.lease.int64(0));
+          handler(ids.back(), s.lease.blob(1));
+        }
+        s.lease.reset();
+        ++mine.leases;
+        if (ids.empty()) {
+          ++mine.empty_leases;
+          if (setup.until_empty) return;
+          // Idle: poll PRAGMA data_version (it changes when another connection commits)
+          // every millisecond, up to idle_wait.
+          data_version.step();
+          const auto seen = data_version.int64(0);
+          data_version.reset();
+          const auto deadline = Clock::now() + setup.idle_wait;
+          while (Clock::now() < deadline && !stop.stop_requested()) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            data_version.step();
+            const auto now = data_version.int64(0);
+            data_version.reset();
+            if (now != seen) break;
+          }
+          continue;
+        }
+        s.db.exec("BEGIN IMMEDIATE");
+        for (std::int64_t id : ids) {
+          s.complete.bind(1, id);
+          s.complete.step();
+          s.complete.reset();
+        }
+        s.db.exec("COMMIT");
+        mine.completed += static_cast<std::int64_t>(ids.size());
+        if (setup.completed != nullptr) {
+          setup.completed->fetch_add(static_cast<std::int64_t>(ids.size()));
+        }
+      }
+    });
+  }
+
+  Cycle lease_cycle(int max_jobs) override {
+    auto s = acquire();
+    Cycle cycle;
+    std::vector<std::int64_t> ids;
+    auto t0 = Clock::now();
+    s->lease.bind_text(1, "raw/depth").bind(2, wall_micros()).bind(3, max_jobs);
+    while (s->lease.step()) ids.push_back(s->lease.int64(0));
+    s->lease.reset();
+    auto t1 = Clock::now();
+    s->db.exec("BEGIN IMMEDIATE");
+    for (std::int64_t id : ids) {
+      s->complete.bind(1, id);
+      s->complete.step();
+      s->complete.reset();
+    }
+    s->db.exec("COMMIT");
+    auto t2 = Clock::now();
+    cycle.leased = static_cast<int>(ids.size());
+    cycle.lease_us = std::chrono::duration<double, std::micro>(t1 - t0).count();
+    cycle.complete_us = std::chrono::duration<double, std::micro>(t2 - t1).count();
+    return cycle;
+  }
+
+ private:
+  class Lease {
+   public:
+    Lease(RawSqliteSubject& owner, std::unique_ptr<SqliteSession> s)
+        : owner_(owner), session_(std::move(s)) {}
+    Lease(const Lease&) = delete;
+    ~Lease() {
+      std::lock_guard lock(owner_.mu_);
+      owner_.idle_.push_back(std::move(session_));
+    }
+    SqliteSession* operator->() const { return session_.get(); }
+
+   private:
+    RawSqliteSubject& owner_;
+    std::unique_ptr<SqliteSession> session_;
+  };
+
+  Lease acquire() {
+    {
+      std::lock_guard lock(mu_);
+      if (!idle_.empty()) {
+        auto s = std::move(idle_.back());
+        idle_.pop_back();
+        return Lease(*this, std::move(s));
+      }
+    }
+    return Lease(*this, std::make_unique<SqliteSession>(path_, synchronous_));
+  }
+
+  const std::string path_;
+  const std::string synchronous_;
+  SqliteDb admin_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<SqliteSession>> idle_;  // guarded by mu_
+};
+
+}  // namespace
+
+std::unique_ptr<Subject> make_raw_subject(const Target& target, int threads) {
+  if (target.engine == EngineKind::kPostgres)
+    return std::make_unique<RawPgSubject>(target, threads);
+  return std::make_unique<RawSqliteSubject>(target);
+}
+
+}  // namespace readpast::bench

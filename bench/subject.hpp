@@ -1,0 +1,115 @@
+// bench/subject.hpp — a system under measurement: readpast over its public API, or the raw
+// SQL of the same job lifecycle on the same database (the ceiling readpast is compared
+// with). Every benchmark is written once against this interface.
+//
+// The lifecycle both implement: enqueue (one job, or a batch in one round trip), lease up
+// to B available jobs in hand-out order without blocking on rows others are taking, run a
+// handler on each, complete them in one statement.
+//
+// Thread-safety: every method may be called from many threads at once, except reset(),
+// prefill() and settle(), which are called while nothing else runs.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "readpast/options.hpp"
+
+namespace readpast::bench {
+
+enum class EngineKind { kPostgres, kSqlite };
+
+// Where the subjects live. A PostgreSQL run uses one database for both (readpast's schema
+// and the raw table's); a SQLite run uses two files in one directory.
+struct Target {
+  EngineKind engine = EngineKind::kSqlite;
+  std::string pg_url;      // postgresql://...
+  std::string sqlite_dir;  // readpast.db and raw.db go here
+  // SQLite's synchronous setting for both subjects: "full" (readpast's default: every
+  // commit is synced to disk) or "normal" (WAL synced at checkpoints only; the numbers
+  // then show CPU cost rather than the disk's flush latency).
+  std::string sqlite_synchronous = "full";
+  std::string name() const { return engine == EngineKind::kPostgres ? "postgres" : "sqlite"; }
+};
+
+// The handler of a benchmark job: (id, payload). It runs on a worker thread.
+using Handler = std::function<void(std::int64_t id, std::string_view payload)>;
+
+struct WorkerSetup {
+  int threads = 8;  // worker threads of this process ("workers")
+  int batch = 1;    // max jobs per lease: the thread's free slots
+  // Drain: a thread stops when a lease finds nothing. Otherwise it waits for work
+  // (LISTEN/NOTIFY on PostgreSQL) until stopped.
+  bool until_empty = true;
+  std::chrono::milliseconds idle_wait{1000};
+  // Called once per completed batch with its size (progress display).
+  std::atomic<std::int64_t>* completed = nullptr;
+};
+
+struct WorkerCounts {
+  std::int64_t completed = 0;
+  std::int64_t leases = 0;        // lease calls
+  std::int64_t empty_leases = 0;  // lease calls that found nothing
+  std::int64_t lost = 0;          // completions refused (lease lost): must stay 0
+  std::int64_t retries = 0;       // calls answered "busy/unavailable" and retried
+};
+
+class Subject {
+ public:
+  virtual ~Subject() = default;
+
+  // "readpast" or "raw-sql" / "raw-sqlite".
+  virtual std::string system() const = 0;
+  // What it runs, for the JSON lines: the statements or API calls.
+  virtual std::string describe() const = 0;
+
+  // Administration (outside every timer).
+  virtual void reset() = 0;                  // no jobs at all
+  virtual void prefill(std::int64_t n) = 0;  // n available jobs, payload(i)
+  // PostgreSQL: VACUUM ANALYZE the jobs table and CHECKPOINT, as the peer harness does
+  // before each timed part. SQLite: a TRUNCATE checkpoint of the WAL.
+  virtual void settle() = 0;
+  virtual std::int64_t unfinished() = 0;  // jobs available or running
+
+  // Measured operations.
+  virtual void enqueue(std::string_view payload) = 0;
+  virtual void enqueue_batch(std::span<const std::string> payloads) = 0;
+  // enqueue() that also wakes idle workers (add → start latency). readpast always does
+  // (its insert trigger NOTIFYs); the raw ceiling adds pg_notify() only here, so that its
+  // plain enqueue stays the bare single-INSERT ceiling.
+  virtual void enqueue_and_wake(std::string_view payload) { enqueue(payload); }
+  // Ways of sending a batch that the subject can measure; the enqueue benchmark tries each
+  // and reports the best as the ceiling. The first is the default.
+  virtual std::vector<std::string> batch_forms() const { return {"api"}; }
+  virtual void use_batch_form(const std::string&) {}
+  // Runs setup.threads worker threads in this process until stop (or, with until_empty,
+  // until the queue is empty). Each thread: lease up to setup.batch jobs, call the handler
+  // on each, complete them in one call.
+  virtual WorkerCounts work(const WorkerSetup& setup, const Handler& handler,
+                            std::stop_token stop) = 0;
+  // One lease of up to max_jobs (timed) followed by their completion (timed separately);
+  // returns the number leased. For lease cost vs queue depth.
+  struct Cycle {
+    int leased = 0;
+    double lease_us = 0;
+    double complete_us = 0;
+  };
+  virtual Cycle lease_cycle(int max_jobs) = 0;
+};
+
+// readpast through readpast::Queue. `options` are the Queue's (succeeded_retention zero
+// deletes completed jobs, like the raw ceiling and graphile-worker do).
+std::unique_ptr<Subject> make_readpast_subject(const Target& target, QueueOptions options);
+// The raw-SQL ceiling: a minimal jobs table and hand-written statements for the same
+// lifecycle, with as many connections as readpast's pool would use for `threads` threads.
+std::unique_ptr<Subject> make_raw_subject(const Target& target, int threads);
+
+}  // namespace readpast::bench

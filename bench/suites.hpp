@@ -1,0 +1,68 @@
+// bench/suites.hpp — the benchmarks of issue 5, each run for every subject (readpast and its
+// raw-SQL ceiling) on one engine, emitting JSON lines through a Reporter.
+//
+// Every readpast line carries "ceiling" (the raw subject's value of the same metric in the
+// same run) and "pct_of_ceiling", so that a ratio never mixes two runs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "children.hpp"
+#include "report.hpp"
+#include "subject.hpp"
+
+namespace readpast::bench {
+
+struct Settings {
+  Target target;
+  std::vector<std::string> systems = {"raw", "readpast"};  // raw first: its value is the ceiling
+  // readpast's succeeded_retention: "delete" (0: completed jobs are deleted, the same
+  // lifecycle as the raw ceiling) or "keep" (the default 24h).
+  std::vector<std::string> retentions = {"delete"};
+
+  // enqueue
+  std::int64_t n_single = 20000;
+  std::int64_t n_batch = 200000;
+  std::vector<std::int64_t> enqueue_batches = {100, 1000};
+
+  // drain: processes x threads shapes and lease batch sizes; jobs per run
+  std::vector<DrainShape> drain_shapes;  // batch ignored; crossed with drain_batches
+  std::vector<std::int64_t> drain_batches = {1, 10, 100, 1000};
+  std::int64_t drain_n_small = 20000;   // batch sizes below 100
+  std::int64_t drain_n_large = 200000;  // batch sizes 100 and up
+
+  // add → start latency
+  int latency_rate = 200;
+  double latency_seconds = 30;
+  int latency_workers = 8;
+
+  // lease cost vs queue depth
+  std::vector<std::int64_t> depths = {10000, 1000000};
+  std::vector<std::int64_t> depth_batches = {1, 100};
+  int depth_cycles = 2000;
+
+  // throughput while a transaction holds a snapshot
+  double snapshot_baseline_seconds = 60;
+  double snapshot_seconds = 600;
+  double snapshot_window_seconds = 10;
+  int snapshot_workers = 8;
+  int snapshot_batch = 100;
+
+  // The command that starts a worker process: this program's path and `child-work` with
+  // the target's options (see main.cpp).
+  std::vector<std::string> child_args;
+};
+
+void run_enqueue(const Settings& settings, Reporter& reporter);
+void run_drain(const Settings& settings, Reporter& reporter);
+void run_latency(const Settings& settings, Reporter& reporter);
+void run_depth(const Settings& settings, Reporter& reporter);
+void run_snapshot(const Settings& settings, Reporter& reporter);
+
+// The subject named "raw" or "readpast" (with retention "delete" or "keep").
+std::unique_ptr<Subject> make_subject(const Target& target, const std::string& system,
+                                      const std::string& retention, int threads);
+
+}  // namespace readpast::bench
