@@ -1,9 +1,14 @@
 #include "engines/postgres/postgres_engine.hpp"
 
+#include <sys/random.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 #include <utility>
 
@@ -26,6 +31,8 @@ using pg::Transaction;
 // Connections one engine (one Queue, shared by a worker's threads) keeps for statements;
 // the wake-up listener takes one more once a worker waits for work.
 constexpr std::size_t kPoolConnections = 8;
+// Distinct lease batch sizes that get a statement (and a cached plan) of their own.
+constexpr std::size_t kLeaseLimits = 32;
 // Rows per statement of a rescue or a purge, so that each stays short.
 constexpr int kRescueBatch = 5000;
 constexpr int kPurgeBatch = 5000;
@@ -51,6 +58,26 @@ Params ref_params(std::span<const LeasedRef> refs) {
   Params params;
   params.array(ids).array(tokens);
   return params;
+}
+
+// `count` lease tokens of 128 bits each from the operating system's random source, as the
+// uuid[] the lease statement takes (one getrandom call for all of them).
+ArrayParam fresh_tokens(int count) {
+  std::string bytes(static_cast<std::size_t>(count) * 16, '\0');
+  std::size_t filled = 0;
+  while (filled < bytes.size()) {
+    const ssize_t n = ::getrandom(bytes.data() + filled, bytes.size() - filled, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error("getrandom failed");  // no entropy source: a broken system
+    }
+    filled += static_cast<std::size_t>(n);
+  }
+  ArrayParam tokens(Oid::kUuid);
+  for (std::size_t at = 0; at < bytes.size(); at += 16) {
+    tokens.add(std::string_view(bytes).substr(at, 16));
+  }
+  return tokens;
 }
 
 // Changed ids in the order they were asked for, each once.
@@ -146,13 +173,17 @@ class PostgresEngine final : public Engine {
 
   Result<std::vector<Job>> lease(const LeaseRequest& request) override {
     listener_.lease_started(request.queue);
+    const ArrayParam tokens = fresh_tokens(request.max_jobs);
+    const pg::Statement* statement = lease_statement(request.max_jobs);
+    Params params;
+    params.text(request.queue)
+        .text(pg::sanitize_utf8(request.worker_id))
+        .int8(request.lease_duration.count())
+        .array(tokens);
+    if (statement == &sql_.lease) params.int4(request.max_jobs);
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
-    auto rows = (*c)->exec(sql_.lease, Params()
-                                           .text(request.queue)
-                                           .text(pg::sanitize_utf8(request.worker_id))
-                                           .int4(request.max_jobs)
-                                           .int8(request.lease_duration.count()));
+    auto rows = (*c)->exec(*statement, params);
     if (!rows) return fail_with(rows.error());
     std::vector<Job> jobs;
     jobs.reserve(static_cast<std::size_t>(rows->size()));
@@ -364,6 +395,17 @@ class PostgresEngine final : public Engine {
     return rows->int4(0, 0);
   }
 
+  // The lease statement for max_jobs: one with the number in its text (a plan PostgreSQL
+  // caches) for the first kLeaseLimits distinct values seen, the one with LIMIT $5 (planned
+  // on every call) beyond, so that a caller with ever-changing batch sizes cannot make each
+  // connection prepare thousands of statements.
+  const pg::Statement* lease_statement(int max_jobs) {
+    std::lock_guard lock(lease_mu_);
+    if (auto it = lease_by_limit_.find(max_jobs); it != lease_by_limit_.end()) return &it->second;
+    if (lease_by_limit_.size() >= kLeaseLimits) return &sql_.lease;
+    return &lease_by_limit_.emplace(max_jobs, sql_.lease_with_limit(max_jobs)).first->second;
+  }
+
   // Runs a fenced statement whose rows are the (id, token) of the refs that matched.
   // A re-sent call (after a dropped connection left the first one's outcome unknown)
   // matches nothing if the first one committed: see kCompleteSql.
@@ -394,6 +436,10 @@ class PostgresEngine final : public Engine {
   // Constant after construction.
   const pg::SchemaName schema_;
   const pg::Sql sql_;
+  // Lease statements by LIMIT (see lease_statement); map nodes are stable, so the pointers
+  // handed out stay valid. Guarded by lease_mu_.
+  std::mutex lease_mu_;
+  std::map<int, pg::Statement> lease_by_limit_;
   // Internally synchronized.
   pg::ConnectionPool pool_;
   pg::Listener listener_;

@@ -56,8 +56,16 @@ struct Sql {
   //   order: (ord bigint, id bigint, inserted bool); id is NULL when the key's holder was not
   //   visible to this statement (see pg_jobs.cpp).
   Statement enqueue;
-  // lease: ($1 queue, $2 worker, $3 max_jobs int, $4 lease_us bigint) → job rows
+  // lease: ($1 queue, $2 worker, $3 lease_us bigint, $4 tokens uuid[] with at least max_jobs
+  //   fresh random tokens, $5 max_jobs int) → job rows. lease_with_limit(n) is the same
+  //   statement with LIMIT n written into its text and without $5: PostgreSQL caches a plan
+  //   for it (see kLeaseSql). The number is formatted from an int, never from text.
+ private:
+  std::string lease_template_;  // declared before `lease`, which is built from it
+
+ public:
   Statement lease;
+  Statement lease_with_limit(int max_jobs) const;
   // Fenced batch settling; each returns (id, token) of the refs that held their lease.
   // complete / complete_delete: ($1 ids bigint[], $2 tokens uuid[])
   Statement complete;
