@@ -34,6 +34,57 @@ Params enqueue_params(std::span<const NewJob> jobs, std::span<const std::size_t>
   return params;
 }
 
+// Jobs without unique keys: one INSERT, every job inserted.
+Result<std::vector<Enqueued>> enqueue_plain(Connection& connection, const Sql& sql,
+                                            std::span<const NewJob> jobs) {
+  if (jobs.size() == 1) {
+    const NewJob& job = jobs.front();
+    Params params;
+    params.text(job.queue).add(job.payload).int4(job.priority);
+    if (job.run_at) {
+      params.timestamptz(*job.run_at);
+    } else {
+      params.add_null();
+    }
+    if (job.delay) {
+      params.int8(job.delay->count());
+    } else {
+      params.add_null();
+    }
+    params.int4(job.max_attempts);
+    auto rows = connection.exec(sql.enqueue_one, params);
+    if (!rows) return fail_with(rows.error());
+    if (rows->size() != 1) return fail_with(Error::internal("enqueue: no id came back"));
+    return std::vector<Enqueued>{Enqueued{rows->int8(0, 0), true}};
+  }
+  ArrayParam queue(Oid::kText), payload(Oid::kBytea), priority(Oid::kInt4),
+      run_at(Oid::kTimestamptz), delay(Oid::kInt8), max_attempts(Oid::kInt4);
+  for (const NewJob& job : jobs) {
+    queue.add(job.queue);
+    payload.add(job.payload);
+    priority.add(encode_int4(job.priority));
+    run_at.add_optional(job.run_at, encode_timestamptz);
+    delay.add_optional(job.delay, [](Duration d) { return encode_int8(d.count()); });
+    max_attempts.add(encode_int4(job.max_attempts));
+  }
+  Params params;
+  params.array(queue).array(payload).array(priority).array(run_at).array(delay).array(max_attempts);
+  auto rows = connection.exec(sql.enqueue_many, params);
+  if (!rows) return fail_with(rows.error());
+  if (static_cast<std::size_t>(rows->size()) != jobs.size()) {
+    return fail_with(Error::internal("enqueue: " + std::to_string(rows->size()) + " ids for " +
+                                     std::to_string(jobs.size()) + " jobs"));
+  }
+  // The ids were drawn in input order: sorted, the i-th is the i-th job's.
+  std::vector<JobId> ids(jobs.size());
+  for (int r = 0; r < rows->size(); ++r) ids[static_cast<std::size_t>(r)] = rows->int8(r, 0);
+  std::sort(ids.begin(), ids.end());
+  std::vector<Enqueued> results;
+  results.reserve(ids.size());
+  for (JobId id : ids) results.push_back(Enqueued{id, true});
+  return results;
+}
+
 }  // namespace
 
 bool any_unique_key(std::span<const NewJob> jobs) {
@@ -43,6 +94,7 @@ bool any_unique_key(std::span<const NewJob> jobs) {
 
 Result<std::vector<Enqueued>> enqueue_jobs(Connection& connection, const Sql& sql,
                                            std::span<const NewJob> jobs) {
+  if (!any_unique_key(jobs)) return enqueue_plain(connection, sql, jobs);
   std::vector<Enqueued> results(jobs.size());
   std::vector<std::size_t> pending(jobs.size());
   for (std::size_t i = 0; i < jobs.size(); ++i) pending[i] = i;

@@ -35,8 +35,36 @@ std::string expand(std::string_view text, const SchemaName& schema) {
 
 constexpr std::string_view kSchemaVersionSql = "SELECT max(version) FROM {S}.schema_version";
 
-// Batch enqueue in one statement. Ids are drawn from the table's sequence up front, in
-// input order, so that each input row can be matched to what the INSERT did: an input
+// Enqueue without unique keys, the common case: a plain INSERT, so that the server does
+// none of the work below for matching inputs to unique-key holders. One job binds scalars
+// (the cheapest statement to plan and run); a batch unnests arrays in input order, and the
+// identity column draws its ids in that order, so the ids that come back, sorted, are the
+// inputs' ids in order (see pg_jobs.cpp). (For one job, the general statement below cost
+// 45 µs more server time per call: 6,830 against 9,814 calls/s on one connection.)
+constexpr std::string_view kEnqueueOneSql = R"sql(
+INSERT INTO {S}.jobs (queue, payload, priority, run_at, max_attempts)
+VALUES ($1::text, $2::bytea, $3::integer,
+        coalesce($4::timestamptz,
+                 statement_timestamp() + coalesce($5::bigint, 0) * interval '1 microsecond'),
+        $6::integer)
+RETURNING id
+)sql";
+
+constexpr std::string_view kEnqueueManySql = R"sql(
+INSERT INTO {S}.jobs (queue, payload, priority, run_at, max_attempts)
+SELECT t.queue, t.payload, t.priority,
+       coalesce(t.run_at,
+                statement_timestamp() + coalesce(t.delay_us, 0) * interval '1 microsecond'),
+       t.max_attempts
+FROM unnest($1::text[], $2::bytea[], $3::integer[], $4::timestamptz[], $5::bigint[],
+            $6::integer[])
+     WITH ORDINALITY AS t(queue, payload, priority, run_at, delay_us, max_attempts, ord)
+ORDER BY t.ord
+RETURNING id
+)sql";
+
+// Batch enqueue with unique keys, in one statement. Ids are drawn from the table's sequence up
+// front, in input order, so that each input row can be matched to what the INSERT did: an input
 // whose new_id comes back from RETURNING was inserted; otherwise its unique key was held,
 // and the holder is either an earlier row of this same batch (found in `inserted`) or a
 // row visible to this statement's snapshot. A holder committed by another transaction
@@ -658,6 +686,8 @@ Result<SchemaName> SchemaName::parse(std::string_view name) {
 Sql::Sql(const SchemaName& schema)
     : schema_version(make("schema_version", kSchemaVersionSql, schema)),
       enqueue(make("enqueue", kEnqueueSql, schema)),
+      enqueue_one(make("enqueue_one", kEnqueueOneSql, schema)),
+      enqueue_many(make("enqueue_many", kEnqueueManySql, schema)),
       lease_template_(expand(kLeaseSql, schema)),
       lease(Statement{"readpast_lease", with_limit(lease_template_, "$5::integer")}),
       complete(make("complete", kCompleteSql, schema)),

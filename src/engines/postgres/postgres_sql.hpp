@@ -56,6 +56,11 @@ struct Sql {
   //   order: (ord bigint, id bigint, inserted bool); id is NULL when the key's holder was not
   //   visible to this statement (see pg_jobs.cpp).
   Statement enqueue;
+  // enqueue_one / enqueue_many: jobs without unique keys. enqueue_one: ($1 queue, $2 payload,
+  //   $3 priority, $4 run_at, $5 delay_us, $6 max_attempts) → (id); enqueue_many: the same
+  //   as arrays → (id) per job, ids increasing in input order.
+  Statement enqueue_one;
+  Statement enqueue_many;
   // lease: ($1 queue, $2 worker, $3 lease_us bigint, $4 tokens uuid[] with at least max_jobs
   //   fresh random tokens, $5 max_jobs int) → job rows. lease_with_limit(n) is the same
   //   statement with LIMIT n written into its text and without $5: PostgreSQL caches a plan
