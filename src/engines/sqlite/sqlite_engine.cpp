@@ -125,9 +125,8 @@ class SqliteEngine final : public Engine {
               s.bind_null(6);
             }
             s.bind_blob(7, job.payload);
-            auto row = s.step();
-            if (!row) return fail_with(row.error());
-            results.push_back(Enqueued{s.int64(0), true});
+            if (auto done = s.step(); !done) return fail_with(done.error());
+            results.push_back(Enqueued{c.last_insert_rowid(), true});
           }
           return results;
         });
@@ -136,20 +135,41 @@ class SqliteEngine final : public Engine {
   Result<std::vector<Job>> lease(const LeaseRequest& request) override {
     auto jobs =
         write<std::vector<Job>>([&](Connection& c, std::int64_t now) -> Result<std::vector<Job>> {
-          auto lease = c.prepare(sql::kLease);
-          if (!lease) return fail_with(lease.error());
-          Statement& s = **lease;
-          s.bind(1, std::string_view(request.worker_id));
-          s.bind(2, now);
-          s.bind(3, static_cast<std::int64_t>(request.lease_duration.count()));
-          s.bind(4, std::string_view(request.queue));
-          s.bind(5, request.max_jobs);
           std::vector<Job> leased;
-          while (true) {
-            auto row = s.step();
-            if (!row) return fail_with(row.error());
-            if (!*row) break;
-            leased.push_back(read_job(s));
+          {
+            auto select = c.prepare(sql::kLeaseSelect);
+            if (!select) return fail_with(select.error());
+            Statement& s = **select;
+            s.bind(1, std::string_view(request.queue));
+            s.bind(2, now);
+            s.bind(3, request.max_jobs);
+            while (true) {
+              auto row = s.step();
+              if (!row) return fail_with(row.error());
+              if (!*row) break;
+              leased.push_back(read_job(s));
+            }
+          }  // the SELECT is reset before its rows change
+          const std::int64_t expires = now + request.lease_duration.count();
+          for (Job& job : leased) {
+            auto update = c.prepare(sql::kLeaseUpdate);
+            if (!update) return fail_with(update.error());
+            Statement& s = **update;
+            const LeaseToken token = LeaseToken::random();
+            s.bind(1, job.id);
+            s.bind(2, std::string_view(token.hex()));
+            s.bind(3, std::string_view(request.worker_id));
+            s.bind(4, now);
+            s.bind(5, expires);
+            if (auto ok = run(s); !ok) return fail_with(ok.error());
+            if (c.changes() != 1) return fail_with(Error::internal("lease: a picked job changed"));
+            // The row as the UPDATE left it.
+            job.state = JobState::kRunning;
+            job.attempts += 1;
+            job.lease_token = token;
+            job.leased_by = request.worker_id;
+            job.lease_expires_at = to_time(expires);
+            job.started_at = to_time(now);
           }
           return leased;
         });

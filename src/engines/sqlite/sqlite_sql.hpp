@@ -20,22 +20,35 @@ inline constexpr const char* kFindUniqueHolder =
     "SELECT id FROM readpast_jobs WHERE queue = ?1 AND unique_key = ?2 "
     "AND state IN ('available', 'running')";
 
-// ?1 queue, ?2 priority, ?3 run_at, ?4 max_attempts, ?5 now, ?6 unique_key, ?7 payload
+// No statement that runs for every job uses RETURNING or an IN (sub-select): SQLite
+// buffers RETURNING rows, and materialises such a list, in an ephemeral table, which is a
+// b-tree with its own page cache, created and destroyed by every execution. Under glibc
+// that memory (~100-300 KB) is handed back to the system at each statement end and faulted
+// in again at the next, and that churn cost ~2 ms per job in a four-process drain (about
+// 15x the rest of the work). Ids come from sqlite3_last_insert_rowid() instead, and a lease
+// is a SELECT followed by one-row UPDATEs, in one IMMEDIATE transaction.
+
+// ?1 queue, ?2 priority, ?3 run_at, ?4 max_attempts, ?5 now, ?6 unique_key, ?7 payload.
+// The new id is sqlite3_last_insert_rowid().
 inline constexpr const char* kInsertJob =
     "INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempts, "
-    "enqueued_at, unique_key, payload) VALUES (?1, 'available', ?2, ?3, 0, ?4, ?5, ?6, ?7) "
-    "RETURNING id";
+    "enqueued_at, unique_key, payload) VALUES (?1, 'available', ?2, ?3, 0, ?4, ?5, ?6, ?7)";
 
-// ?1 worker id, ?2 now, ?3 lease duration, ?4 queue, ?5 max jobs.
-// The sub-select walks readpast_jobs_lease in (priority, run_at, id) order. RETURNING
-// order is unspecified, so the engine sorts the rows it returns.
-inline constexpr const char* kLease =
-    "UPDATE readpast_jobs SET state = 'running', attempts = attempts + 1, "
-    "lease_token = lower(hex(randomblob(16))), leased_by = ?1, lease_expires_at = ?2 + ?3, "
-    "started_at = ?2 "
-    "WHERE id IN (SELECT id FROM readpast_jobs WHERE queue = ?4 AND state = 'available' "
-    "AND run_at <= ?2 ORDER BY priority, run_at, id LIMIT ?5) "
-    "RETURNING " READPAST_SQLITE_JOB_COLUMNS;
+// The lease, in one IMMEDIATE transaction: the write lock is held from the SELECT on, so
+// no other connection can take the same jobs in between.
+// ?1 queue, ?2 now, ?3 max jobs: the next available jobs, walking readpast_jobs_lease in
+// (priority, run_at, id) order.
+inline constexpr const char* kLeaseSelect =
+    "SELECT " READPAST_SQLITE_JOB_COLUMNS
+    " FROM readpast_jobs "
+    "WHERE queue = ?1 AND state = 'available' AND run_at <= ?2 "
+    "ORDER BY priority, run_at, id LIMIT ?3";
+// Then each of them: ?1 id, ?2 token, ?3 worker id, ?4 now, ?5 lease expiry. The state test
+// is a second line of defence (the lock makes it always true).
+inline constexpr const char* kLeaseUpdate =
+    "UPDATE readpast_jobs SET state = 'running', attempts = attempts + 1, lease_token = ?2, "
+    "leased_by = ?3, lease_expires_at = ?5, started_at = ?4 "
+    "WHERE id = ?1 AND state = 'available'";
 
 // ?1 queue, ?2 now
 inline constexpr const char* kRescueExpired =
