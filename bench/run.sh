@@ -86,6 +86,9 @@ for engine in $ENGINES; do
     say "$engine: enqueue, drain, latency (run $run of $REPEAT)"
     "$BENCH" run "${target[@]}" "${common[@]}" --suites enqueue,drain,latency \
       --out "$OUT/$engine-run$run.jsonl"
+    # The same latency with one worker thread: no herd of idle threads woken together.
+    "$BENCH" run "${target[@]}" "${common[@]}" --suites latency --latency-workers 1 \
+      --out "$OUT/$engine-run$run.jsonl"
   done
   # Lease cost vs depth without the commit's disk flush, which does not depend on the depth
   # and on this kind of VM varies between 0.03 and 10 ms with the neighbours' I/O.

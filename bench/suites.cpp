@@ -301,9 +301,13 @@ void run_latency(const Settings& settings, Reporter& reporter) {
                                                          : "polling PRAGMA data_version") +
         "); producer in its own connection at " + std::to_string(settings.latency_rate) +
         " jobs/s, open loop";
+    // latency_p50 with the default 8 workers, latency_w1_p50 with one, and so on.
+    const std::string prefix = settings.latency_workers == 8
+                                   ? "latency_"
+                                   : "latency_w" + std::to_string(settings.latency_workers) + "_";
     for (const auto& [suffix, value] : std::vector<std::pair<std::string, double>>{
              {"p50", p.p50}, {"p99", p.p99}, {"p999", p.p999}, {"max", p.max}}) {
-      json line = base_line(*workers, "latency_" + suffix, value, "ms",
+      json line = base_line(*workers, prefix + suffix, value, "ms",
                             static_cast<std::int64_t>(p.count), settings.latency_workers);
       line["received"] = p.count;
       line["expected"] = expected;
