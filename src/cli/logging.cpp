@@ -36,8 +36,9 @@ std::shared_ptr<spdlog::logger> make_logger(Console& console, LogStyle style, in
 }
 
 Logger library_logger(std::shared_ptr<spdlog::logger> logger) {
-  return [logger = std::move(logger)](LogLevel level, const std::string& message) {
-    switch (level) {
+  return [logger = std::move(logger)](const LogRecord& record) {
+    const std::string& message = record.message;
+    switch (record.level) {
       case LogLevel::kDebug:
         logger->debug("{}", message);
         break;

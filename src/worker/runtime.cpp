@@ -5,6 +5,8 @@
 #include <functional>
 #include <utility>
 
+#include "core/log.hpp"
+
 namespace readpast::worker {
 namespace {
 
@@ -67,7 +69,7 @@ Runtime::Runtime(Queue& queue, RuntimeOptions options, Handler handler)
 Runtime::~Runtime() = default;
 
 void Runtime::log(LogLevel level, const std::string& message) const {
-  if (options_.logger) options_.logger(level, message);
+  detail::emit(options_.logger, level, message);
 }
 
 RuntimeCounters Runtime::counters() const {
@@ -489,7 +491,7 @@ void Runtime::heartbeat_loop() {
     if (Clock::now() >= next_cleanup) {
       next_cleanup = Clock::now() + options_.cleanup_interval;
       lock.unlock();
-      auto removed = queue_.remove_expired_succeeded(options_.queue);
+      auto removed = queue_.apply_retention(options_.queue);
       if (!removed) {
         if (removed.error().is_unavailable()) {
           outage_.failed("removing expired jobs", removed.error());

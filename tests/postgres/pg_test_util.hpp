@@ -98,9 +98,9 @@ struct LogCapture {
   std::mutex mu;
   std::vector<std::string> lines;
   Logger logger() {
-    return [this](LogLevel, const std::string& line) {
+    return [this](const LogRecord& record) {
       std::lock_guard lock(mu);
-      lines.push_back(line);
+      lines.push_back(record.message);
     };
   }
   int count(const std::string& needle) {
