@@ -216,6 +216,23 @@ TEST_F(CliTest, PayloadOverTheLimitIsRefusedBeforeTheDatabase) {
   EXPECT_TRUE(is_one_line_reason(lines.err));
   EXPECT_NE(lines.err.find("line 2"), std::string::npos) << lines.err;
   EXPECT_EQ(stats("q")["available"], 0);
+  // A bad line far past the first batch still enqueues nothing: all lines are checked first.
+  std::string many;
+  for (int i = 0; i < 1500; ++i) many += "job " + std::to_string(i) + "\n";
+  auto late = rp({"enqueue", "q", "--lines", "--max-payload", "1KiB"}, input(many + big + "\n"));
+  EXPECT_EQ(late.exit_code, 1);
+  EXPECT_TRUE(is_one_line_reason(late.err));
+  EXPECT_NE(late.err.find("line 1501"), std::string::npos) << late.err;
+  EXPECT_NE(late.err.find("nothing was enqueued"), std::string::npos) << late.err;
+  EXPECT_EQ(late.out, "");
+  EXPECT_EQ(stats("q")["available"], 0);
+  // --stream sends as it reads: what came before the bad line is in, and it says how much.
+  auto streamed = rp({"enqueue", "q", "--lines", "--stream", "--max-payload", "1KiB"},
+                     input(many + big + "\n"));
+  EXPECT_EQ(streamed.exit_code, 1);
+  EXPECT_NE(streamed.err.find("1000 job(s) were enqueued"), std::string::npos) << streamed.err;
+  EXPECT_EQ(stats("q")["available"], 1000);
+  EXPECT_EQ(rp({"enqueue", "q", "--stream"}).exit_code, 2);
   // Exactly at the limit is fine.
   auto fits = rp({"enqueue", "q", "-", "--max-payload", "2000"}, input(big));
   EXPECT_EQ(fits.exit_code, 0) << fits.err;

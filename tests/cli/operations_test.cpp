@@ -169,5 +169,18 @@ TEST_F(CliTest, WorkerRetentionOptions) {
       rp({"work", "q", "--exec", "true", "--drain", "--retain-succeeded", "forever"}).exit_code, 2);
 }
 
+TEST_F(CliTest, RetryLeavesAJobWhoseUniqueKeyIsHeldAndSaysWhy) {
+  auto dead = enqueue("q", "x", {"--unique", "k", "--max-attempts", "1"});
+  drain("q", "exit 1");
+  ASSERT_EQ(show(dead)["state"], "dead");
+  auto holder = enqueue("q", "y", {"--unique", "k"});
+  ASSERT_NE(holder, dead);
+  auto r = rp({"retry", std::to_string(dead)});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(is_one_line_reason(r.err));
+  EXPECT_NE(r.err.find("unique key 'k' is held"), std::string::npos) << r.err;
+  EXPECT_EQ(show(dead)["state"], "dead");
+}
+
 }  // namespace
 }  // namespace readpast::test
