@@ -5,7 +5,7 @@
 //     if (!send(job.payload, cancel)) return readpast::JobResult::failure("smtp timeout");
 //     return readpast::JobResult::success();
 //   }, {.concurrency = 8, .timeout = std::chrono::seconds(30)});
-//   readpast::ShutdownSignals signals([&](int) { worker.stop(); });  // before run()
+//   signals.on_signal([&](int) { worker.stop(); });  // a ShutdownSignals made first in main()
 //   worker.run();   // until SIGINT/SIGTERM
 //
 // What a Worker does:
@@ -174,18 +174,28 @@ class Worker {
 // SIGINT and SIGTERM, received on a thread of its own, for a clean shutdown: the
 // constructor blocks both signals in the calling thread, so construct it in main()
 // before any other thread starts (threads inherit the mask, and the signals then reach
-// only this watcher). No signal handler runs: `on_signal` is called on the watcher's
+// only this watcher). No signal handler runs: the callback is called on the watcher's
 // ordinary thread, where calling Worker::stop() is fine. The mask stays in place after
 // destruction (the process is about to exit; unblocking would let a late signal kill it).
 //
-// Thread-safety: constructed and destroyed by one thread.
+//   int main() {
+//     readpast::ShutdownSignals signals;             // first, before any thread
+//     ... open the Queue, build the Worker ...
+//     signals.on_signal([&](int) { worker.stop(); });
+//     return worker.run() ? 0 : 1;
+//   }
+//
+// Thread-safety: constructed and destroyed by one thread; on_signal() may be called from
+// any thread; the callback runs on the watcher's thread.
 class ShutdownSignals {
  public:
-  explicit ShutdownSignals(std::function<void(int signal)> on_signal);
+  explicit ShutdownSignals(std::function<void(int signal)> on_signal = {});
   ~ShutdownSignals();
   ShutdownSignals(const ShutdownSignals&) = delete;
   ShutdownSignals& operator=(const ShutdownSignals&) = delete;
 
+  // Replaces the callback (an empty one ignores the signals that arrive).
+  void on_signal(std::function<void(int signal)> callback);
   // Whether the signals could be blocked and watched; when not, says why.
   Status status() const;
 

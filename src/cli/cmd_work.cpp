@@ -4,9 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 
 #include "cli/arguments.hpp"
@@ -133,12 +131,7 @@ CliStatus work(Session& session, const WorkArgs& args) {
   // reads their exit status.
   ::signal(SIGCHLD, SIG_DFL);
   // Before any thread exists, so that every thread inherits the blocked signals.
-  std::function<void()> on_signal;
-  std::mutex on_signal_mu;
-  ShutdownSignals signals([&](int) {
-    std::lock_guard lock(on_signal_mu);
-    if (on_signal) on_signal();
-  });
+  ShutdownSignals signals;
   if (auto ok = signals.status(); !ok) return fail_cli(failure(ok.error()));
 
   auto queue = session.open(std::move(planned->queue));
@@ -164,10 +157,7 @@ CliStatus work(Session& session, const WorkArgs& args) {
   session.log().info("worker {} on queue {} of {}: {} at once, running: {}", worker_id, args.queue,
                      session.printable_db_url(), args.concurrency,
                      escape_for_terminal(args.command, 200));
-  {
-    std::lock_guard lock(on_signal_mu);
-    on_signal = [&worker] { worker.stop(); };
-  }
+  signals.on_signal([&worker](int) { worker.stop(); });
   std::optional<ProgressLine> progress;
   if (!args.no_progress && console.stderr_is_terminal()) {
     progress.emplace(console, [&worker] { return worker.counters(); });
@@ -176,10 +166,7 @@ CliStatus work(Session& session, const WorkArgs& args) {
   Status result = worker.run();
 
   progress.reset();
-  {
-    std::lock_guard lock(on_signal_mu);
-    on_signal = nullptr;
-  }
+  signals.on_signal(nullptr);
   auto totals = worker.counters();
   session.log().info("stopped: {} done, {} failed ({} dead), {} released, {} lost",
                      totals.succeeded, totals.failed, totals.dead, totals.released, totals.lost);

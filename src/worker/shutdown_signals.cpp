@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <mutex>
 #include <thread>
 
 #include "readpast/worker.hpp"
@@ -32,7 +33,8 @@ struct ShutdownSignals::Watcher {
   worker::UniqueFd signal_fd;
   worker::UniqueFd stop_fd;  // an eventfd: written by the destructor to end the thread
   int setup_errno = 0;
-  std::function<void(int)> on_signal;
+  std::mutex mu;
+  std::function<void(int)> on_signal;  // guarded by mu
   std::thread thread;
 
   void loop() {
@@ -46,7 +48,13 @@ struct ShutdownSignals::Watcher {
       if (fds[0].revents != 0) {
         signalfd_siginfo info{};
         ssize_t n = ::read(signal_fd.get(), &info, sizeof info);
-        if (n == static_cast<ssize_t>(sizeof info)) on_signal(static_cast<int>(info.ssi_signo));
+        if (n != static_cast<ssize_t>(sizeof info)) continue;
+        std::function<void(int)> callback;
+        {
+          std::lock_guard lock(mu);
+          callback = on_signal;
+        }
+        if (callback) callback(static_cast<int>(info.ssi_signo));
       }
     }
   }
@@ -74,6 +82,11 @@ ShutdownSignals::~ShutdownSignals() {
   std::uint64_t one = 1;
   (void)::write(watcher_->stop_fd.get(), &one, sizeof one);
   watcher_->thread.join();
+}
+
+void ShutdownSignals::on_signal(std::function<void(int)> callback) {
+  std::lock_guard lock(watcher_->mu);
+  watcher_->on_signal = std::move(callback);
 }
 
 Status ShutdownSignals::status() const {
