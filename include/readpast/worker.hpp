@@ -109,6 +109,9 @@ struct QueueConfig {
   std::optional<int> max_attempts{};
   // The backoff of failed attempts. Default: the Queue's for this queue name.
   std::optional<Backoff> backoff{};
+  // A backoff of your own: the delay before the next attempt of a job whose attempt just
+  // failed (job.attempts counts it). Overrides `backoff`; a handler's retry_after wins.
+  std::function<Duration(const Job&)> retry_delay{};
 };
 
 struct WorkerOptions {

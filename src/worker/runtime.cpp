@@ -451,6 +451,11 @@ void Runtime::record_failure(Held& held, std::string error, std::optional<Durati
   FailOptions fail_options;
   fail_options.retry_after = retry_after;
   fail_options.backoff = config.backoff;
+  if (!retry_after && config.retry_delay) {
+    // The user's function; never called under the lock.
+    Duration delay = config.retry_delay(held.job);
+    fail_options.retry_after = std::clamp(delay, Duration::zero(), kMaxDuration);
+  }
   fail_options.no_retry =
       no_retry || (config.max_attempts && held.job.attempts >= *config.max_attempts);
   Clock::time_point give_up;

@@ -73,6 +73,31 @@ TEST_P(WorkerTest, FailuresAreRetriedWithTheQueuesBackoffOrTheDelayAsked) {
   EXPECT_LT(runs[flaky][1] - runs[flaky][0], 380ms) << "the queue's 50ms backoff was not used";
 }
 
+TEST_P(WorkerTest, AQueuesOwnRetryDelayFunctionDecidesWhenAFailedJobRunsAgain) {
+  JobId id = enqueue("q", "x", 3);
+  std::vector<std::chrono::steady_clock::time_point> runs;
+  std::vector<int> asked_for;
+  QueueConfig config;
+  config.retry_delay = [&](const Job& job) -> Duration {
+    asked_for.push_back(job.attempts);
+    return job.attempts == 1 ? Duration(50ms) : Duration(400ms);
+  };
+  Worker worker(q(), options());
+  ASSERT_TRUE(worker.handle(
+      "q",
+      [&](const Job& job, std::stop_token) {
+        runs.push_back(std::chrono::steady_clock::now());
+        return job.attempts < 3 ? JobResult::failure("again") : JobResult::success();
+      },
+      config));
+  ASSERT_TRUE(worker.run());
+  EXPECT_EQ(get(id).state, JobState::kSucceeded);
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(asked_for, (std::vector<int>{1, 2}));
+  EXPECT_LT(runs[1] - runs[0], 350ms);
+  EXPECT_GE(runs[2] - runs[1], 380ms);
+}
+
 TEST_P(WorkerTest, AQueuesMaxAttemptsCapsTheJobsOwn) {
   JobId id = enqueue("q", "x", 25);
   QueueConfig config;
