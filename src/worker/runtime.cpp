@@ -292,7 +292,7 @@ Runtime::Fetched Runtime::fetch_once(std::size_t index) {
       held->lane = index;
       held->lease_expires = asked_at + options_.lease_duration;
       Held* raw = held.get();
-      held_.insert_or_assign(raw->job.id, std::move(held));
+      held_.emplace(raw, std::move(held));
       ++lane.held;
       if (stopping) {
         raw->phase = JobPhase::kSettling;
@@ -533,7 +533,7 @@ void Runtime::forget(Held& held) {
   {
     std::lock_guard lock(mu_);
     --lanes_[held.lane].held;
-    held_.erase(held.job.id);  // destroys `held`
+    held_.erase(&held);  // destroys `held`
   }
   cv_.notify_all();
 }
@@ -614,8 +614,13 @@ void Runtime::heartbeat_loop() {
     const auto now = Clock::now();
     next_extend = now + interval;
     std::vector<LeasedRef> refs;
+    std::vector<const Held*> owners;  // owners[i] held refs[i] when the call was made
     refs.reserve(held_.size());
-    for (const auto& [id, held] : held_) refs.push_back({id, *held->job.lease_token});
+    owners.reserve(held_.size());
+    for (const auto& [key, held] : held_) {
+      refs.push_back({held->job.id, *held->job.lease_token});
+      owners.push_back(key);
+    }
     if (refs.empty()) continue;
     lock.unlock();
     auto extended = queue_.extend_batch(refs, options_.lease_duration);
@@ -635,8 +640,12 @@ void Runtime::heartbeat_loop() {
     std::vector<std::stop_source> to_stop;
     std::vector<Held*> lost_waiting;
     for (std::size_t i = 0; i < refs.size() && i < extended->size(); ++i) {
-      auto it = held_.find(refs[i].id);
-      if (it == held_.end() || *it->second->job.lease_token != refs[i].token) continue;
+      // Settled and gone meanwhile (or its address reused by another job): skip it.
+      auto it = held_.find(owners[i]);
+      if (it == held_.end() || it->second->job.id != refs[i].id ||
+          *it->second->job.lease_token != refs[i].token) {
+        continue;
+      }
       Held& held = *it->second;
       if ((*extended)[i]) {
         held.lease_expires = now + options_.lease_duration;
@@ -672,7 +681,7 @@ void Runtime::timer_loop() {
     auto consider = [&](Clock::time_point t) { next = next ? std::min(*next, t) : t; };
     std::vector<std::stop_source> to_stop;
     std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> messages;
-    for (auto& [id, entry] : held_) {
+    for (auto& [key, entry] : held_) {
       Held& held = *entry;
       if (held.phase != JobPhase::kRunning || held.abort != Abort::kNone) continue;
       if (held.timeout_at && *held.timeout_at <= now) {

@@ -151,7 +151,10 @@ class Runtime {
   mutable std::mutex mu_;
   std::condition_variable cv_;  // any change of the state below
   // Guarded by mu_.
-  std::unordered_map<JobId, std::unique_ptr<Held>> held_;
+  // Keyed by address, not job id: a job whose lease this worker lost (expired while its
+  // handler still ran) may be leased by this same worker again while the first Held is
+  // still being settled.
+  std::unordered_map<const Held*, std::unique_ptr<Held>> held_;
   std::vector<Completion> to_complete_;
   StopPhase stop_phase_ = StopPhase::kRunning;
   Clock::time_point grace_deadline_{};  // meaningful once stop_phase_ != kRunning
