@@ -107,5 +107,4 @@ class Engine {
   virtual Result<TimePoint> now() = 0;
 };
 
-
 }  // namespace readpast::detail

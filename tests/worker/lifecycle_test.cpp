@@ -226,7 +226,9 @@ TEST_P(WorkerTest, ShutdownReleasesPrefetchedJobsNobodyStarted) {
   ListRequest available;
   available.queue = "q";
   available.state = JobState::kAvailable;
-  for (const Job& job : *q().list(available)) {
+  auto left = q().list(available);
+  ASSERT_TRUE(left);
+  for (const Job& job : *left) {
     EXPECT_EQ(job.attempts, 0) << "a released job spent an attempt";
   }
 }

@@ -44,8 +44,8 @@ TEST_P(WorkerTest, WorkersEnqueueEachTickOfAScheduleOnceAndRunIt) {
   std::lock_guard lock(mu);
   std::set<std::string> distinct(ran.begin(), ran.end());
   EXPECT_EQ(distinct.size(), ran.size()) << "a tick was enqueued or run twice";
-  // 2.5 s of 200 ms ticks: about 12; at least 8 allows for slow machines.
-  EXPECT_GE(ran.size(), 8u) << "the schedule was not kept";
+  // 2.5 s of 200 ms ticks: about 12; at least 6 allows for slow, loaded machines.
+  EXPECT_GE(ran.size(), 6u) << "the schedule was not kept";
   EXPECT_LE(ran.size(), 15u);
   for (const auto& key : distinct) EXPECT_TRUE(key.starts_with("schedule:heartbeat@")) << key;
 }
