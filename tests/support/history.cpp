@@ -387,7 +387,8 @@ std::string CheckReport::summary(std::size_t max_violations) const {
   for (const auto& [kind, n] : settles_accepted) out << "; " << kind << " accepted " << n;
   for (const auto& [kind, n] : settles_refused) out << "; " << kind << " refused " << n;
   out << "; " << retries << " retries after a failure, " << duplicate_executions
-      << " duplicate executions (" << overlapping_executions << " overlapping)";
+      << " duplicate executions (" << overlapping_executions << " overlapping, "
+      << executions_after_end << " after the job had ended)";
   for (const auto& [cause, n] : duplicate_causes) out << " " << cause << "=" << n;
   out << "; faults:";
   for (const auto& [kind, n] : faults) out << " " << kind << "=" << n;
@@ -423,6 +424,7 @@ std::string CheckReport::figures_json() const {
                             {"retries", retries},
                             {"duplicate_executions", duplicate_executions},
                             {"overlapping_executions", overlapping_executions},
+                            {"executions_after_end", executions_after_end},
                             {"duplicate_causes", duplicate_causes},
                             {"faults", faults},
                             {"accepted_completions", accepted_completions},
@@ -446,7 +448,11 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
 
   // Faults, and the killed processes whose time of death is not recorded.
   std::vector<FaultEvent> faults = history.faults;
-  for (const auto& f : history.faults) ++report.faults[f.kind];
+  std::set<std::string> killed = options.killed_processes;
+  for (const auto& f : history.faults) {
+    ++report.faults[f.kind];
+    if (f.kind == "sigkill" && !f.target.empty()) killed.insert(f.target);
+  }
   for (const auto& process : options.killed_processes) {
     FaultEvent f;
     f.kind = "sigkill";
@@ -709,11 +715,10 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
                     " after " + terminal_what + " at " + t(*terminal_at));
         }
       }
+      // Running it again is no state change: a stale worker cannot know that its lease is
+      // gone until a call tells it so. Such runs count as duplicate executions.
       for (const auto* e : events.starts) {
-        if (e->t > *terminal_at + tol) {
-          violation(job + " executed by " + e->worker + " at " + t(e->t) + " after " +
-                    terminal_what + " at " + t(*terminal_at));
-        }
+        if (e->t > *terminal_at + tol) ++report.executions_after_end;
       }
       if (row) {
         const bool completed = !accepted.empty();
@@ -807,9 +812,13 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
         ++report.overlapping_executions;
       }
       std::string cause;
+      // The fault must have struck while prev's lease was held: from its grant to the next
+      // grant. A black-box run knows the grant only as the command's start, which may come
+      // after the fault (a worker killed as it started the command): no lower bound there.
+      const TimePoint held_from = options.black_box ? TimePoint::min() : prev->t_lease_start - tol;
       auto hit = [&](const FaultEvent& f, bool targeted) {
         if (targeted ? f.target != prev->process : !f.target.empty()) return false;
-        return f.t_start <= next->t_lease_end + tol && f.t >= prev->t_lease_start - tol;
+        return f.t_start <= next->t_lease_end + tol && f.t >= held_from;
       };
       for (bool targeted : {true, false}) {
         for (const auto& f : faults) {
@@ -848,8 +857,7 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
 
     // Reclaimed from a killed process: its lease followed by another process's.
     for (std::size_t i = 0; i + 1 < leases.size(); ++i) {
-      if (options.killed_processes.count(leases[i]->process) &&
-          leases[i + 1]->process != leases[i]->process) {
+      if (killed.count(leases[i]->process) && leases[i + 1]->process != leases[i]->process) {
         ++report.reclaimed_from_killed;
         break;
       }
@@ -876,7 +884,7 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
       if (row->state == JobState::kSucceeded && accepted.empty()) {
         if (unknown_latest) {
           ++report.completed_by_unknown;
-        } else if (!leases.empty() && options.killed_processes.count(leases.back()->process)) {
+        } else if (!leases.empty() && killed.count(leases.back()->process)) {
           ++report.unrecorded_completions;
         } else if (!unknown.empty()) {
           violation(job +

@@ -34,9 +34,10 @@
 //     released);
 //   - an accepted completion whose token was not the job's latest lease's, or an accepted
 //     fail, extend or release with the token of a lease that a later one had replaced;
-//   - a state change after a terminal state: a lease, an execution or an accepted settling
-//     call after the job's completion or its fail to dead was accepted; a final row whose
-//     state contradicts that terminal event;
+//   - a state change after a terminal state: a lease or an accepted settling call after the
+//     job's completion or its fail to dead was accepted; a final row whose state contradicts
+//     that terminal event (a stale worker may still run the job: that is a duplicate
+//     execution, counted, not a state change);
 //   - a delivery beyond max attempts (a lease whose attempt exceeds max_attempts);
 //   - a succeeded job without any recorded lease, or with fewer attempts than leases that
 //     were not released;
@@ -68,7 +69,8 @@
 // Black-box runs (`readpast work --exec` with a command that records exec_start/exec_end):
 // there are no lease or settle events; each exec_start stands for a lease (its expiry
 // unknown, so the overlap rule cannot apply), and the final row's lease token tells which
-// execution's completion was accepted.
+// execution's completion was accepted. A fault explains a duplicate there if it struck the
+// process before the next run began (the lease's grant is not known).
 //
 // Thread-safety: HistoryWriter may be shared by threads; the rest are plain functions.
 #pragma once
@@ -220,6 +222,7 @@ struct CheckOptions {
   Duration clock_tolerance = std::chrono::milliseconds(50);
   // Processes killed mid-run at a time not recorded: a job they completed may lack the
   // line that says so, and they explain the duplicate executions of the leases they held.
+  // (The targets of "sigkill" fault events count as killed too.)
   std::set<std::string> killed_processes;
   // A duplicate execution that nothing explains is a violation. Default: true.
   bool require_explained_duplicates = true;
@@ -254,6 +257,9 @@ struct CheckReport {
   // Duplicate executions that began while the run before them was still going (a command
   // orphaned by a killed worker, a stopped worker's handler).
   std::int64_t overlapping_executions = 0;
+  // Executions that began after the job's completion or fail to dead was accepted (by a
+  // worker that had not yet learnt that its lease was gone).
+  std::int64_t executions_after_end = 0;
   // How many leases each job had: leases per job → number of jobs.
   std::map<int, std::int64_t> leases_per_job;
   // Final states.
