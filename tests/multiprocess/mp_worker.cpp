@@ -19,7 +19,8 @@
 // job instead (which fencing refuses, since the lease is gone) and moves on.
 //
 // Outages: a call answered kUnavailable (database busy, restarting, unreachable) is retried
-// every 10-20 ms for up to 30 s of consecutive failures, then the process gives up (exit 1).
+// every 10-20 ms for up to 30 s of consecutive failures, then the process gives up (exit 1);
+// so is opening the queue (every 50 ms).
 // A lease call that failed so may have committed: its jobs come back when that lease
 // expires. A settling call that failed so is re-sent with the same token; if the re-send is
 // refused as lease lost, the first send may have committed, and the history records the
@@ -362,7 +363,14 @@ int run(int argc, char** argv) {
     return 2;
   }
   HistoryWriter history(config.history);
+  // Opening waits out an outage too (a network fault may strike as the process starts).
   auto opened = Queue::open(config.url);
+  const auto open_deadline = std::chrono::steady_clock::now() + kOutagePatience;
+  while (!opened && opened.error().is_unavailable() &&
+         std::chrono::steady_clock::now() < open_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    opened = Queue::open(config.url);
+  }
   if (!opened) die("open: " + opened.error().message);
   Queue& queue = *opened;
   Counters counters;
