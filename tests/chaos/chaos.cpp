@@ -314,6 +314,14 @@ std::vector<QueueStats> ChaosRun::stats() {
   return patiently([&] { return queue_->stats(queue_name_); });
 }
 
+std::size_t ChaosRun::executions_started(const std::string& name) const {
+  History h;
+  if (std::filesystem::exists(history_path(name))) read_history_file(history_path(name), h);
+  std::size_t starts = 0;
+  for (const auto& e : h.execs) starts += e.phase == ExecEvent::Phase::kStart ? 1 : 0;
+  return starts;
+}
+
 History ChaosRun::read_histories() const {
   History history;
   for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {

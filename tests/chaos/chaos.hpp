@@ -116,6 +116,8 @@ class ChaosRun {
   // Calls `call` while it answers kUnavailable (up to 60 s), then demands success.
   std::vector<Job> final_jobs();
   std::vector<QueueStats> stats();
+  // exec_start lines in process `name`'s history so far.
+  std::size_t executions_started(const std::string& name) const;
   // Reads every history file of the run.
   History read_histories() const;
   // Runs the checker, prints its summary, appends the figures (READPAST_FIGURES), and

@@ -98,15 +98,7 @@ TEST_P(WorkerFaultTest, SigtermDuringLeaseAndExecutionLeavesNothingRunningOrOrph
     for (const auto& s : run.stats()) n += s.running;
     return n;
   };
-  auto executions_of = [&](const std::string& name) {
-    History h;
-    if (std::filesystem::exists(run.history_path(name))) {
-      read_history_file(run.history_path(name), h);
-    }
-    std::size_t starts = 0;
-    for (const auto& e : h.execs) starts += e.phase == ExecEvent::Phase::kStart ? 1 : 0;
-    return starts;
-  };
+  auto executions_of = [&](const std::string& name) { return run.executions_started(name); };
   auto expect_nothing_left = [&](const std::string& name) {
     EXPECT_TRUE(processes_with(run.history_path(name)).empty())
         << "commands of " << name << " still running after it exited";
