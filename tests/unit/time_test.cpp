@@ -85,6 +85,24 @@ TEST(ParseDuration, RejectsValuesBeyondOneHundredYearsAndOverflow) {
   }
 }
 
+// Found by the fuzz_duration target: hundreds of digits made std::stod throw, and the
+// command line died with "internal error: stod" (exit 1) instead of a usage error.
+TEST(ParseDuration, HundredsOfDigitsAreAnErrorNotAnException) {
+  const std::string huge(400, '9');
+  for (const std::string& text : {huge + "s", huge + ".5ms", "1" + huge + "d"}) {
+    auto parsed = parse_duration(text);
+    ASSERT_FALSE(parsed.has_value()) << text;
+    EXPECT_EQ(parsed.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(parsed.error().message.find("too long"), std::string::npos) << parsed.error().message;
+  }
+  // So small that it underflows a double: zero.
+  EXPECT_EQ(must_parse("0." + std::string(400, '0') + "1s"), Duration::zero());
+  // What stod read, from_chars reads the same.
+  EXPECT_EQ(must_parse("1.s"), seconds(1));
+  EXPECT_EQ(must_parse(".5s"), milliseconds(500));
+  EXPECT_EQ(must_parse("007s"), seconds(7));
+}
+
 TEST(FormatDuration, WritesTheDocumentedExamples) {
   EXPECT_EQ(format_duration(seconds(90)), "1m30s");
   EXPECT_EQ(format_duration(milliseconds(250)), "250ms");
