@@ -161,6 +161,10 @@ Result<TimePoint> parse_time(std::string_view text) {
   if (!ymd.ok()) return bad();
   TimePoint t = time_point_cast<microseconds>(sys_days(ymd)) + hours(hour) + minutes(minute) +
                 seconds(second) + microseconds(micros) - offset;
+  // An offset can carry 9999-12-31 into the year 10000 (or 0000-01-01 into -1) in UTC,
+  // which format_time could not write back as RFC 3339.
+  const year_month_day utc{floor<days>(t)};
+  if (utc.year() < std::chrono::year(0) || utc.year() > std::chrono::year(9999)) return bad();
   return t;
 }
 

@@ -186,6 +186,23 @@ TEST(ParseTime, RejectsGarbage) {
   }
 }
 
+// Found by the fuzz_time target: an offset carried the time out of the years RFC 3339 can
+// write, so format_time produced "10000-01-01T..." that parse_time could not read back.
+TEST(ParseTime, RejectsTimesOutsideYearsZeroToNineThousandNineHundredNinetyNineInUtc) {
+  for (std::string_view text : {"9999-12-31T23:59:59.999999-23:59", "0000-01-01T00:00:00+00:01"}) {
+    auto parsed = parse_time(text);
+    EXPECT_FALSE(parsed.has_value()) << "'" << text << "' was accepted as " << format_time(*parsed);
+  }
+  for (std::string_view text : {"9999-12-31T23:59:59.999999Z", "0000-01-01T00:00:00Z",
+                                "0000-01-01T00:00:00-01:00", "9999-12-31T10:00:00+01:00"}) {
+    auto parsed = parse_time(text);
+    ASSERT_TRUE(parsed.has_value()) << text;
+    auto back = parse_time(format_time(*parsed));
+    ASSERT_TRUE(back.has_value()) << format_time(*parsed);
+    EXPECT_EQ(*back, *parsed);
+  }
+}
+
 TEST(FormatTime, WritesUtcWithMicroseconds) {
   EXPECT_EQ(format_time(nov22_10h() + 250ms), "2026-11-22T10:00:00.250000Z");
   EXPECT_EQ(format_time(nov22_10h()), "2026-11-22T10:00:00.000000Z");
