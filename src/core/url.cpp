@@ -31,7 +31,9 @@ bool parse_query(std::string_view query, std::map<std::string, std::string, std:
 Result<DatabaseUrl> parse_sqlite(std::string_view url) {
   DatabaseUrl parsed;
   parsed.kind = EngineKind::kSqlite;
-  parsed.redacted = std::string(url);
+  // SQLite takes no password, but a URL may carry one by mistake ("?password=...",
+  // "sqlite://user:pw@..."): it is echoed in errors, so redact it like any other.
+  parsed.redacted = redact_url(url);
   std::string_view rest = url.substr(kSqliteScheme.size());
   // Accept sqlite://PATH too, as many tools write it: sqlite:///abs and sqlite://rel.
   if (rest.starts_with("//")) rest.remove_prefix(2);

@@ -58,6 +58,16 @@ TEST(DatabaseUrl, SqliteRejectsUnknownOrMalformedParameters) {
   }
 }
 
+// Found by the fuzz_url target: the printable form of a sqlite: URL was the URL itself.
+TEST(DatabaseUrl, SqliteUrlsAreRedactedToo) {
+  auto bad = parse_database_url("sqlite:jobs.db?password=" + std::string(kSecret));
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().message.find(kSecret), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("password=***"), std::string::npos) << bad.error().message;
+  auto odd = must_parse("sqlite://user:" + std::string(kSecret) + "@host/x.db");
+  EXPECT_EQ(odd.redacted, "sqlite://user:***@host/x.db");
+}
+
 TEST(DatabaseUrl, SqliteNeedsAPath) {
   for (std::string_view text : {"sqlite:", "sqlite:?synchronous=normal"}) {
     auto parsed = parse_database_url(text);
