@@ -94,6 +94,7 @@ bool ChildProcess::poll() {
     exited_ = true;
     cpu_ = std::chrono::seconds(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
            std::chrono::microseconds(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+    max_rss_kib_ = usage.ru_maxrss;
   }
   return exited_;
 }
@@ -118,6 +119,7 @@ void ChildProcess::kill_now() {
   ::wait4(pid_, &status_, 0, &usage);
   cpu_ = std::chrono::seconds(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
          std::chrono::microseconds(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+  max_rss_kib_ = usage.ru_maxrss;
   exited_ = true;
 }
 
@@ -369,11 +371,13 @@ std::string read_all(const std::string& path) {
 }  // namespace
 
 CliResult run_cli(const TempDir& scratch, const std::vector<std::string>& args,
-                  const std::vector<std::string>& env, std::chrono::seconds timeout) {
+                  const std::vector<std::string>& env, std::chrono::seconds timeout,
+                  const std::string& stdin_path) {
   static int counter = 0;
   const std::string stem = scratch.file("cli-" + std::to_string(counter++));
   ChildProcess::Options options;
   options.env = env;
+  options.stdin_path = stdin_path;
   options.out_path = stem + ".out";
   options.err_path = stem + ".err";
   std::vector<std::string> argv = {readpast_path()};
@@ -386,6 +390,7 @@ CliResult run_cli(const TempDir& scratch, const std::vector<std::string>& args,
   result.exit_code = process.exit_code();
   result.how_it_ended = process.how_it_ended();
   result.cpu = process.cpu_time();
+  result.max_rss_kib = process.max_rss_kib();
   result.out = read_all(stem + ".out");
   result.err = read_all(stem + ".err");
   return result;

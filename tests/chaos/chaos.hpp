@@ -63,8 +63,9 @@ class ChildProcess {
   std::string how_it_ended() const;
   bool exited_cleanly() const;
   int exit_code() const;  // -1 unless it exited by itself
-  // How much CPU time it used (user + system), once reaped.
+  // How much CPU time it used (user + system), and its peak resident memory, once reaped.
   std::chrono::microseconds cpu_time() const { return cpu_; }
+  long max_rss_kib() const { return max_rss_kib_; }
 
  private:
   std::string name_;
@@ -72,6 +73,7 @@ class ChildProcess {
   int status_ = 0;
   bool exited_ = false;
   std::chrono::microseconds cpu_{0};
+  long max_rss_kib_ = 0;
 };
 
 // The files and helpers of one checked run: the test's own history (enqueues and the
@@ -146,10 +148,13 @@ struct CliResult {
   std::string err;
   std::chrono::steady_clock::duration wall{};
   std::chrono::microseconds cpu{};
+  long max_rss_kib = 0;
 };
+// stdin_path: a file to read stdin from (default: /dev/null).
 CliResult run_cli(const TempDir& scratch, const std::vector<std::string>& args,
                   const std::vector<std::string>& env = {},
-                  std::chrono::seconds timeout = std::chrono::seconds(60));
+                  std::chrono::seconds timeout = std::chrono::seconds(60),
+                  const std::string& stdin_path = "");
 
 // CPU time (user + system) a running process has used so far; zero when it is gone.
 std::chrono::microseconds cpu_time_of(pid_t pid);
