@@ -111,6 +111,21 @@ TEST(DatabaseUrl, PostgresSchemaParameterIsReadpastsOwn) {
   EXPECT_NE(url.postgres_conninfo.find("connect_timeout=5"), std::string::npos);
 }
 
+TEST(DatabaseUrl, PostgresReplyTimeoutParameterIsReadpastsOwn) {
+  auto url = must_parse("postgresql://h/db?sslmode=disable&reply_timeout=30s&schema=s");
+  EXPECT_EQ(url.postgres_conninfo, "postgresql://h/db?sslmode=disable");
+  EXPECT_EQ(url.params.at("reply_timeout"), "30s");
+  EXPECT_EQ(url.params.at("schema"), "s");
+  // A bad value is a bad URL, found before any connection is tried.
+  for (const char* bad : {"postgresql://u:pw@127.0.0.1:1/db?reply_timeout=soon",
+                          "postgresql://u:pw@127.0.0.1:1/db?reply_timeout=0s"}) {
+    auto opened = Queue::open(bad);
+    ASSERT_FALSE(opened.has_value()) << bad;
+    EXPECT_EQ(opened.error().code, ErrorCode::kInvalidArgument) << opened.error().message;
+    EXPECT_NE(opened.error().message.find("reply_timeout"), std::string::npos);
+  }
+}
+
 TEST(DatabaseUrl, PostgresKeywordFormIsRedacted) {
   std::string text = "host=db.example password=" + std::string(kSecret) + " dbname=jobs";
   auto url = must_parse(text);
