@@ -278,6 +278,9 @@ TEST_P(DrainTest, RandomCommandLineWorkersKilledWithSigkill) {
   const auto deadline = std::chrono::steady_clock::now() + scaled(3min, 30min);
   ChaosRun run("sigkill_cli", fresh_url(), "cli");
   run.enqueue(jobs);
+  // Some long jobs: a killed worker's command runs on (it is not the worker's to stop once
+  // the worker is gone), so its rerun may overlap it (see docs/reliability.md).
+  run.enqueue(scaled(8, 200), "sleep:2500");
   std::mt19937 random(std::random_device{}());
   std::vector<std::unique_ptr<ChildProcess>> all;
   std::vector<ChildProcess*> live;
@@ -316,7 +319,7 @@ TEST_P(DrainTest, RandomCommandLineWorkersKilledWithSigkill) {
   options.black_box = true;
   const CheckReport report = run.check(options);
   expect_headline(report);
-  EXPECT_EQ(report.succeeded, jobs);
+  EXPECT_EQ(report.succeeded, jobs + scaled(8, 200));
 }
 
 INSTANTIATE_TEST_SUITE_P(Chaos, DrainTest, ::testing::ValuesIn(engine_names()), engine_param_name);
