@@ -240,7 +240,7 @@ TEST_P(DrainTest, WorkersStoppedPastTheirLeaseAreFencedOffWhenResumed) {
 // in flight are lost) several times during a drain; the workers reconnect and carry on.
 TEST_P(DrainTest, ServerCrashesAndRestartsSeveralTimesMidDrain) {
   if (!postgres()) GTEST_SKIP() << "only PostgreSQL has a server to crash (SQLite is a file)";
-  const int jobs = scaled(8000, 100000);
+  const int jobs = scaled(5000, 100000);
   const int restarts = scaled(3, 10);
   ChaosRun run("pg_restarts", fresh_url(), "restarts");
   run.enqueue(jobs);
@@ -273,7 +273,7 @@ TEST_P(DrainTest, ServerCrashesAndRestartsSeveralTimesMidDrain) {
 // The same kills through the real command line: `readpast work --exec` processes (4 x
 // --concurrency 4) killed at random; the commands record their executions (black box).
 TEST_P(DrainTest, RandomCommandLineWorkersKilledWithSigkill) {
-  const int jobs = scaled(300, 20000);
+  const int jobs = scaled(200, 20000);
   const auto kill_every = scaled<Duration>(1500ms, 3s);
   const auto deadline = std::chrono::steady_clock::now() + scaled(3min, 30min);
   ChaosRun run("sigkill_cli", fresh_url(), "cli");
