@@ -169,7 +169,7 @@ TEST_F(NetworkTest, APeerThatStopsAnsweringIsGivenUpAfterTheReplyTimeout) {
 // Resets mid-drain: every connection torn down with an RST, again and again, and delays.
 // Workers (mp_worker) reconnect and the history holds.
 TEST_F(NetworkTest, WorkersDrainThroughResetsDelaysAndSilence) {
-  const int jobs = scaled(4000, 50000);
+  const int jobs = scaled(4000, 100000);
   const int cycles = scaled(2, 12);
   const bool kernel = kernel_blackhole_available();
   ChaosRun run("network", url_, "net");

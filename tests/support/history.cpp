@@ -378,7 +378,8 @@ std::string CheckReport::summary(std::size_t max_violations) const {
       << rejected_completions << " refused completions, " << unknown_completions
       << " completions of unknown outcome (" << completed_by_unknown << " jobs completed only so), "
       << reclaimed_from_killed << " reclaimed from killed processes, " << unrecorded_completions
-      << " completions a killed process did not record";
+      << " completions and " << unrecorded_settles << " fails or releases a killed process did "
+      << "not record";
   if (enqueues_acknowledged + enqueues_refused + enqueues_unknown > 0) {
     out << "; enqueues: " << enqueues_acknowledged << " acknowledged, " << enqueues_refused
         << " refused, " << enqueues_unknown << " of unknown outcome (" << enqueues_unknown_committed
@@ -753,7 +754,26 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
       }
       return static_cast<const SettleEvent*>(nullptr);
     };
+    std::map<std::string, const ExecEvent*> ended_run;  // token -> its exec_end
+    for (const auto* e : events.ends) ended_run.emplace(e->token, e);
     for (std::size_t j = 0; j + 1 < leases.size(); ++j) {
+      // A killed process may have settled its lease (a fail, a release) without living to
+      // record it: when it had finished running the job and no answer of its is recorded,
+      // the job may have been free again at any time, and lease j proves nothing.
+      const std::string& token = leases[j]->token;
+      const bool answered =
+          std::any_of(events.completions.begin(), events.completions.end(),
+                      [&](const auto* c) { return c->token == token; }) ||
+          std::any_of(events.settles.begin(), events.settles.end(), [&](const auto* s) {
+            return s->token == token && s->kind != SettleEvent::Kind::kExtend;
+          });
+      if (killed.count(leases[j]->process) && !answered &&
+          (!executions_recorded || ended_run.count(token))) {
+        if (leases[j + 1]->t_lease_end + tol < leases[j]->lease_expires_at) {
+          ++report.unrecorded_settles;
+        }
+        continue;
+      }
       TimePoint j_end = leases[j]->lease_expires_at;
       for (const auto* s : accepted_settles) {
         if (s->token == leases[j]->token && s->kind == SettleEvent::Kind::kExtend) {

@@ -31,7 +31,8 @@
 //   - more than one accepted completion of a job;
 //   - two leases of one job valid at the same time: a lease must be granted after the
 //     previous one expired (extensions included) or was settled (completed, failed,
-//     released);
+//     released) — unless the previous holder was killed after running the job and before
+//     recording its answer (its settling call may have committed unseen);
 //   - an accepted completion whose token was not the job's latest lease's, or an accepted
 //     fail, extend or release with the token of a lease that a later one had replaced;
 //   - a state change after a terminal state: a lease or an accepted settling call after the
@@ -272,8 +273,11 @@ struct CheckReport {
   std::map<std::string, std::int64_t> faults;
   // Jobs whose lease by a killed process was followed by another process's lease.
   std::int64_t reclaimed_from_killed = 0;
-  // Succeeded jobs whose accepted completion a killed process did not get to record.
+  // Succeeded jobs whose accepted completion a killed process did not get to record, and
+  // leases of killed processes that were followed by another before they expired: the
+  // process had run the job and must have settled it (fail, release) unrecorded.
   std::int64_t unrecorded_completions = 0;
+  std::int64_t unrecorded_settles = 0;
 
   // How long the workers' calls took (wall clock), the slowest of each kind, and how many
   // calls took over a second: a lease shorter than that can expire before its completion.

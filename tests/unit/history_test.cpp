@@ -534,6 +534,31 @@ TEST(HistoryChecker, BlackBoxRunsAreJudgedByExecutionsAndFinalRows) {
   EXPECT_TRUE(mentions(report, "job 3 ran again")) << report.summary();
 }
 
+TEST(HistoryChecker, AKilledProcessMayHaveSettledALeaseWithoutRecordingIt) {
+  // victim ran job 1, failed it (committed) and was killed before writing the line; b
+  // leased the job at once, long before the victim's lease would have expired.
+  History h;
+  h.leases = {lease_at(1, "a", "victim/t0", 0ms), lease_at(1, "b", "b/t0", 300ms, 2)};
+  h.execs = {exec_at(ExecEvent::Phase::kStart, 1, "a", "victim/t0", 10ms),
+             exec_at(ExecEvent::Phase::kEnd, 1, "a", "victim/t0", 20ms, "exit 1"),
+             exec_at(ExecEvent::Phase::kStart, 1, "b", "b/t0", 310ms),
+             exec_at(ExecEvent::Phase::kEnd, 1, "b", "b/t0", 320ms)};
+  h.completions = {complete_at(1, "b", "b/t0", 330ms)};
+  h.faults = {fault_at("sigkill", "victim", 25ms)};
+  auto report = check_history(h, {1}, {final_row(1, JobState::kSucceeded, 2)});
+  EXPECT_TRUE(report.ok()) << report.summary();
+  EXPECT_EQ(report.unrecorded_settles, 1);
+  // Not when it was killed before the run ended (it sent nothing), nor when it lived.
+  History mid_run = h;
+  mid_run.execs.erase(mid_run.execs.begin() + 1);
+  EXPECT_TRUE(mentions(check_history(mid_run, {1}, {final_row(1, JobState::kSucceeded, 2)}),
+                       "job 1: lease by b/t0"));
+  History alive = h;
+  alive.faults.clear();
+  EXPECT_TRUE(mentions(check_history(alive, {1}, {final_row(1, JobState::kSucceeded, 2)}),
+                       "job 1: lease by b/t0"));
+}
+
 TEST(HistoryChecker, FiguresNameTheHeadlineNumbers) {
   CleanRun run;
   run.history.completions.push_back(complete_at(1, "t1", "a/t0", 200ms));
