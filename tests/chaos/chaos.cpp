@@ -336,13 +336,16 @@ CheckReport ChaosRun::check(const CheckOptions& options) {
   const History history = read_histories();
   CheckReport report = check_history(history, {}, final_jobs(), options);
   std::cout << "[ history  ] " << name_ << ": " << report.summary(10) << "\n";
-  if (const char* path = std::getenv("READPAST_FIGURES"); path != nullptr && *path != '\0') {
-    const std::string engine = url_.starts_with("sqlite:") ? "sqlite" : "postgres";
-    std::ofstream out(path, std::ios::app);
-    out << R"({"test":")" << name_ << R"(","engine":")" << engine << R"(","long":)"
-        << (long_run() ? "true" : "false") << R"(,"figures":)" << report.figures_json() << "}\n";
-  }
+  record_figures(name_, url_.starts_with("sqlite:") ? "sqlite" : "postgres", report);
   return report;
+}
+
+void record_figures(const std::string& test, const std::string& engine, const CheckReport& report) {
+  const char* path = std::getenv("READPAST_FIGURES");
+  if (path == nullptr || *path == '\0') return;
+  std::ofstream out(path, std::ios::app);
+  out << R"({"test":")" << test << R"(","engine":")" << engine << R"(","long":)"
+      << (long_run() ? "true" : "false") << R"(,"figures":)" << report.figures_json() << "}\n";
 }
 
 bool ChaosRun::wait_all(std::vector<std::unique_ptr<ChildProcess>>& processes,

@@ -159,6 +159,9 @@ CliResult run_cli(const TempDir& scratch, const std::vector<std::string>& args,
 // CPU time (user + system) a running process has used so far; zero when it is gone.
 std::chrono::microseconds cpu_time_of(pid_t pid);
 
+// Appends a checked run's figures to READPAST_FIGURES (when set), as ChaosRun::check does.
+void record_figures(const std::string& test, const std::string& engine, const CheckReport& report);
+
 // The paths of the binaries under test (compile definitions).
 const char* mp_worker_path();
 const char* readpast_path();

@@ -243,6 +243,7 @@ TEST_F(DiskFullTest, ErrorsAreHonestIntegrityHoldsAndSpaceFreedMakesItWorkAgain)
   read_history_file(scratch_.file("test.jsonl"), h);
   const CheckReport report = check_history(h, {}, *rows);
   std::cout << "[ history  ] disk full: " << report.summary(10) << "\n";
+  record_figures("disk_full", "sqlite", report);
   EXPECT_TRUE(report.ok()) << report.summary();
   EXPECT_EQ(report.succeeded, static_cast<std::int64_t>(acknowledged.size()));
   EXPECT_GT(report.enqueues_refused, 20);
