@@ -24,6 +24,12 @@ std::string join(const nlohmann::json& counts) {
   return out.empty() ? "-" : out;
 }
 
+// "; N overlapping" when runs of one job overlapped in time, else nothing.
+std::string overlapping(const nlohmann::json& figures) {
+  const long long n = figures.at("overlapping_executions").get<long long>();
+  return n > 0 ? "; " + std::to_string(n) + " overlapping" : "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,7 +62,7 @@ int main(int argc, char** argv) {
               << " | " << f.at("lost") << " | " << f.at("double_completions") << " | "
               << f.at("violations") << " | " << f.at("executions") << " | " << f.at("retries")
               << " | " << f.at("duplicate_executions") << " (" << join(f.at("duplicate_causes"))
-              << ") |\n";
+              << ")" << overlapping(f) << " |\n";
     jobs += f.at("jobs").get<long long>();
     faults += run_faults;
     lost += f.at("lost").get<long long>();

@@ -186,8 +186,11 @@ TEST_F(NetworkTest, WorkersDrainThroughResetsDelaysAndSilence) {
     stop();
     run.fault(kind, "", t_start);
   };
+  // Each cycle leaves the workers a few seconds to reconnect (readpast's pool backs off up
+  // to 2 s between attempts) before the next fault: back-to-back silences would add up to
+  // an outage longer than mp_worker waits out (30 s).
   for (int cycle = 0; cycle < cycles; ++cycle) {
-    std::this_thread::sleep_for(500ms);
+    std::this_thread::sleep_for(cycle == 0 ? 500ms : 3s);
     inject(
         "proxy_reset", [&] { proxy_->reset(); }, 0ms, [] {});
     std::this_thread::sleep_for(500ms);

@@ -46,19 +46,8 @@ void close_with_reset(int fd) {
   ::close(fd);
 }
 
-// Writes all of `data` (blocking); false when the peer is gone.
-bool write_all(int fd, const char* data, std::size_t size) {
-  while (size > 0) {
-    ssize_t n = ::send(fd, data, size, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
+// The bytes queued for one side before the proxy stops reading from the other.
+constexpr std::size_t kMaxQueued = 1 << 20;
 
 struct Chunk {
   Clock::time_point due;
@@ -221,12 +210,21 @@ void TcpProxy::run() {
     std::vector<std::size_t> dead;
     for (std::size_t i = 0; i < s.pairs.size(); ++i) {
       Pair& p = s.pairs[i];
+      // Never blocks: a peer that does not read (or whose packets the kernel drops) must not
+      // stall every other connection. What does not fit waits for POLLOUT.
       auto deliver = [&](std::deque<Chunk>& queue, int fd) {
         while (!silent && !queue.empty() && (mode != Mode::kDelay || queue.front().due <= now)) {
-          if (!write_all(fd, queue.front().bytes.data(), queue.front().bytes.size())) return false;
+          std::string& bytes = queue.front().bytes;
+          const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+          if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
+          if (n < 0) return false;
+          if (static_cast<std::size_t>(n) < bytes.size()) {
+            bytes.erase(0, static_cast<std::size_t>(n));
+            break;
+          }
           queue.pop_front();
         }
-        if (!queue.empty()) {
+        if (!queue.empty() && mode == Mode::kDelay) {
           const auto wait =
               std::chrono::duration_cast<std::chrono::milliseconds>(queue.front().due - now)
                   .count();
@@ -240,9 +238,24 @@ void TcpProxy::run() {
     std::vector<pollfd> fds;
     fds.push_back({s.wake[0], POLLIN, 0});
     fds.push_back({s.listener, static_cast<short>(silent ? 0 : POLLIN), 0});
+    // Read a side unless silent or its bytes already fill the other side's queue; wait to
+    // write a side that has bytes due.
+    auto queued = [](const std::deque<Chunk>& queue) {
+      std::size_t n = 0;
+      for (const auto& chunk : queue) n += chunk.bytes.size();
+      return n;
+    };
+    auto events = [&](const std::deque<Chunk>& outgoing, const std::deque<Chunk>& incoming) {
+      if (silent) return short{0};
+      short e = queued(outgoing) < kMaxQueued ? POLLIN : 0;
+      if (!incoming.empty() && (mode != Mode::kDelay || incoming.front().due <= now)) {
+        e = static_cast<short>(e | POLLOUT);
+      }
+      return e;
+    };
     for (const auto& p : s.pairs) {
-      fds.push_back({p.client, static_cast<short>(silent ? 0 : POLLIN), 0});
-      fds.push_back({p.target, static_cast<short>(silent ? 0 : POLLIN), 0});
+      fds.push_back({p.client, events(p.to_target, p.to_client), 0});
+      fds.push_back({p.target, events(p.to_client, p.to_target), 0});
     }
     if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) return;
     if (fds[0].revents & POLLIN) {
@@ -273,6 +286,7 @@ void TcpProxy::run() {
       const std::size_t pair_index = i / 2;
       if (pair_index >= s.pairs.size()) break;
       if ((fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      if ((fds[i + 2].events & POLLIN) == 0) continue;  // only writable, or held back
       Pair& p = s.pairs[pair_index];
       const bool from_client = i % 2 == 0;
       const int from = from_client ? p.client : p.target;
