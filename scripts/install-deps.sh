@@ -10,6 +10,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang clang-format clang-tidy libclang-rt-14-dev
   procps util-linux
+  # Fault tests: packets dropped by the kernel (network), a clock that jumps (libfaketime).
+  nftables libfaketime
 )
 
 if [ "$(id -u)" -ne 0 ]; then

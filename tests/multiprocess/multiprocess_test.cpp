@@ -366,6 +366,8 @@ TEST_P(MultiprocessTest, WorkersRideOutImmediateServerRestartsMidRun) {
         spawn_worker("p" + std::to_string(i), kLease, Duration::zero(), shape_.batch));
   }
 
+  // The restarts go into the history too: they explain the duplicate executions.
+  HistoryWriter faults(history_path("faults"));
   // Restart once a fifth of the jobs have succeeded, and again at three fifths.
   const std::vector<std::int64_t> restart_at = {shape_.jobs / 5, shape_.jobs * 3 / 5};
   std::vector<std::int64_t> succeeded_at_restart;
@@ -381,7 +383,13 @@ TEST_P(MultiprocessTest, WorkersRideOutImmediateServerRestartsMidRun) {
     }
     if (succeeded >= restart_at[succeeded_at_restart.size()]) {
       const auto t0 = std::chrono::steady_clock::now();
+      FaultEvent restart;
+      restart.kind = "restart";
+      restart.detail = "pg_ctl restart -m immediate";
+      restart.t_start = wall_now();
       PostgresServer::shared().restart_immediate();
+      restart.t = wall_now();
+      faults.record(restart);
       restart_ms.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(
                                std::chrono::steady_clock::now() - t0)
                                .count());
@@ -398,6 +406,7 @@ TEST_P(MultiprocessTest, WorkersRideOutImmediateServerRestartsMidRun) {
     EXPECT_TRUE(w->exited_cleanly()) << w->name() << ": " << w->how_it_ended();
 
   History history = read_histories(workers);
+  read_history_file(history_path("faults"), history);
   EXPECT_EQ(history.torn_lines, 0) << "no worker was killed, yet a history line is torn";
   CheckOptions options;
   options.clock_tolerance = kClockTolerance;
