@@ -197,7 +197,9 @@ class ShutdownSignals {
   ShutdownSignals(const ShutdownSignals&) = delete;
   ShutdownSignals& operator=(const ShutdownSignals&) = delete;
 
-  // Replaces the callback (an empty one ignores the signals that arrive).
+  // Replaces the callback. A signal that arrives while no callback is set (before the
+  // first, or after an empty one) is kept, and the next callback set is called with it at
+  // once, on the calling thread: a SIGTERM during start-up is not lost.
   void on_signal(std::function<void(int signal)> callback);
   // Whether the signals could be blocked and watched; when not, says why.
   Status status() const;

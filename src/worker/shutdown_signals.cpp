@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "readpast/worker.hpp"
 #include "worker/unique_fd.hpp"
@@ -35,6 +36,9 @@ struct ShutdownSignals::Watcher {
   int setup_errno = 0;
   std::mutex mu;
   std::function<void(int)> on_signal;  // guarded by mu
+  // A signal that arrived while no callback was set (guarded by mu): a SIGTERM during
+  // start-up, before the program has anything to stop, must not be lost.
+  int pending_signal = 0;
   std::thread thread;
 
   void loop() {
@@ -49,12 +53,14 @@ struct ShutdownSignals::Watcher {
         signalfd_siginfo info{};
         ssize_t n = ::read(signal_fd.get(), &info, sizeof info);
         if (n != static_cast<ssize_t>(sizeof info)) continue;
+        const int signal = static_cast<int>(info.ssi_signo);
         std::function<void(int)> callback;
         {
           std::lock_guard lock(mu);
           callback = on_signal;
+          if (!callback && pending_signal == 0) pending_signal = signal;
         }
-        if (callback) callback(static_cast<int>(info.ssi_signo));
+        if (callback) callback(signal);
       }
     }
   }
@@ -85,8 +91,17 @@ ShutdownSignals::~ShutdownSignals() {
 }
 
 void ShutdownSignals::on_signal(std::function<void(int)> callback) {
-  std::lock_guard lock(watcher_->mu);
-  watcher_->on_signal = std::move(callback);
+  int pending = 0;
+  std::function<void(int)> deliver;
+  {
+    std::lock_guard lock(watcher_->mu);
+    watcher_->on_signal = std::move(callback);
+    if (watcher_->on_signal && watcher_->pending_signal != 0) {
+      pending = std::exchange(watcher_->pending_signal, 0);
+      deliver = watcher_->on_signal;
+    }
+  }
+  if (deliver) deliver(pending);
 }
 
 Status ShutdownSignals::status() const {
