@@ -158,14 +158,19 @@ TEST_P(WorkerTest, ShutdownPastTheGraceReleasesJobsWithoutSpendingAnAttempt) {
   WorkerOptions o = options(/*drain=*/false);
   o.grace = 100ms;
   Worker worker(q(), o);
+  std::atomic<bool> started{false};
   std::atomic<bool> cancelled{false};
   ASSERT_TRUE(worker.handle("q", [&](const Job& job, std::stop_token cancel) {
+    started = true;
     auto result = wait_for_cancel(job, cancel);
     cancelled = cancel.stop_requested();
     return result;
   }));
+  // Stop once the handler runs: a job leased but not yet handed to a handler is released
+  // without one (ShutdownReleasesPrefetchedJobsNobodyStarted).
   std::thread stopper([&] {
     ASSERT_TRUE(wait_for_state(id, JobState::kRunning));
+    while (!started) std::this_thread::sleep_for(5ms);
     worker.stop();
   });
   ASSERT_TRUE(worker.run());
