@@ -109,6 +109,7 @@ int run_cli(int argc, char** argv) {
       add_stats_command(app), add_list_command(app),    add_show_command(app),
       add_retry_command(app), add_cancel_command(app),  add_purge_command(app),
   };
+  commands.push_back(add_serve_command(app));
 
   try {
     app.parse(argc, argv);

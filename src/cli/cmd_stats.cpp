@@ -7,9 +7,9 @@
 #include <optional>
 
 #include "cli/arguments.hpp"
-#include "cli/job_json.hpp"
 #include "cli/output_table.hpp"
 #include "cli/session.hpp"
+#include "json/job_json.hpp"
 
 namespace readpast::cli {
 namespace {
@@ -42,7 +42,7 @@ CliStatus stats(Session& session, const StatsArgs& args) {
   if (args.queue && stats.empty()) stats.push_back(QueueStats{.queue = *args.queue});
 
   if (args.json) {
-    session.console().write_stdout(dump_json(stats_to_json(stats)));
+    session.console().write_stdout(json::dump_json(json::stats_to_json(stats)));
     return {};
   }
   using Align = Table::Align;

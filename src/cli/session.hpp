@@ -82,6 +82,7 @@ Command add_show_command(CLI::App& parent);
 Command add_retry_command(CLI::App& parent);
 Command add_cancel_command(CLI::App& parent);
 Command add_purge_command(CLI::App& parent);
+Command add_serve_command(CLI::App& parent);
 
 // The whole program: parses argv, runs the command, prints "readpast: <reason>" on
 // failure. Returns the exit code.
