@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "server/api.hpp"
 #include "server/dashboard.hpp"
@@ -115,6 +116,7 @@ struct Server::Impl {
   RequestMetrics request_metrics;
   std::atomic<std::int64_t> in_flight{0};
   std::atomic<bool> stopping{false};
+  std::atomic<bool> in_run{false};
   httplib::Server http;
 };
 
@@ -175,6 +177,7 @@ Result<std::unique_ptr<Server>> Server::bind(Queue& queue, ServerOptions options
       response = s.handle(request);
     }
     --s.in_flight;
+    s.request_metrics.record(response.status);
     write_response(std::move(response), res);
   };
   s.http.Get(".*", handler);
@@ -187,8 +190,9 @@ Result<std::unique_ptr<Server>> Server::bind(Queue& queue, ServerOptions options
   // Errors the library answers by itself (body too large, malformed request line): the same
   // JSON shape as ours. Routes' own error responses already have a body and pass through.
   s.http.set_error_handler(
-      httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
+      httplib::Server::HandlerWithResponse([&s](const httplib::Request&, httplib::Response& res) {
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        s.request_metrics.record(res.status);
         std::string_view code = code_for_status(res.status);
         std::string message = res.status == 413 ? "the request body is over the size limit"
                                                 : "the request could not be handled";
@@ -205,10 +209,10 @@ Result<std::unique_ptr<Server>> Server::bind(Queue& queue, ServerOptions options
         } catch (...) {
         }
         s.log(LogLevel::kError, req.method + " " + req.path + ": " + what);
+        s.request_metrics.record(500);
         write_response(error_response(500, "internal", "internal error"), res);
       });
   s.http.set_logger([&s](const httplib::Request& req, const httplib::Response& res) {
-    s.request_metrics.record(res.status);
     LogLevel level = res.status >= 500 ? LogLevel::kWarn : LogLevel::kDebug;
     s.log(level, req.method + " " + req.path + " " + std::to_string(res.status));
   });
@@ -250,18 +254,26 @@ Status Server::run() {
   impl_->log(LogLevel::kInfo,
              "serving on " + url() + (impl_->options.token ? " (token required)" : "") +
                  "; throughput sampled every " + format_duration(impl_->options.sample_interval));
-  if (impl_->stopping) return {};
-  impl_->throughput.start();
-  bool ok = impl_->http.listen_after_bind();
-  impl_->throughput.stop();
-  if (!ok) return fail_with(Error::unavailable("the listening socket failed"));
+  impl_->in_run = true;
+  bool ok = true;
+  if (!impl_->stopping) {
+    impl_->throughput.start();
+    ok = impl_->http.listen_after_bind();
+    impl_->throughput.stop();
+  }
+  impl_->in_run = false;
+  if (!ok && !impl_->stopping) return fail_with(Error::unavailable("the listening socket failed"));
   return {};
 }
 
 void Server::stop() {
   impl_->stopping = true;
+  // run() may be between its look at `stopping` and the start of the library's accept loop,
+  // where the library's stop() would do nothing: wait for the loop to start.
+  while (impl_->in_run && !impl_->http.is_running()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   impl_->http.stop();
-  impl_->throughput.stop();
 }
 
 }  // namespace readpast::server
