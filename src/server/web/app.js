@@ -192,7 +192,7 @@ function overview(main) {
          el('span', {class: 'legend'},
             el('i', {class: 'swatch ok'}), 'succeeded/s',
             el('i', {class: 'swatch dead'}), 'failed (dead)/s',
-            el('span', {class: 'muted'}, ' · last 5 minutes'))),
+            el('span', {class: 'muted'}, ' · up to the last 5 minutes'))),
       canvas);
   const body = el('tbody', {});
   const table = el('section', {class: 'panel'},
@@ -286,7 +286,10 @@ function drawChart(canvas, history) {
   const plotW = width - left - right, plotH = height - top - bottom;
   const points = history.points || [];
   const end = points.length ? new Date(points[points.length - 1].t).getTime() : Date.now();
-  const start = end - CHART_SPAN_S * 1000;
+  // The last five minutes; less while the server has not been up that long (at least one).
+  const first = points.length ? new Date(points[0].t).getTime() : end;
+  const span = Math.min(CHART_SPAN_S, Math.max(60, Math.ceil((end - first) / 1000)));
+  const start = end - span * 1000;
   const shown = points.filter((p) => new Date(p.t).getTime() >= start);
   const peak = Math.max(1, ...shown.map((p) => Math.max(p.succeeded_per_s, p.dead_per_s)));
   const scale = niceCeiling(peak);
@@ -306,8 +309,10 @@ function drawChart(canvas, history) {
     g.fillText(rate(value), left - 6, yy + 4);
   }
   g.textAlign = 'center';
-  for (let m = 5; m >= 0; m--) {
-    g.fillText(m === 0 ? 'now' : `-${m}m`, x(end - m * 60000), height - 6);
+  const step = span <= 60 ? 10 : span <= 180 ? 30 : 60;
+  for (let ago = Math.floor(span / step) * step; ago >= 0; ago -= step) {
+    const label = ago === 0 ? 'now' : ago % 60 === 0 ? `-${ago / 60}m` : `-${ago}s`;
+    g.fillText(label, x(end - ago * 1000), height - 6);
   }
   const line = (field, color) => {
     g.strokeStyle = color;
