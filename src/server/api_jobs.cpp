@@ -3,6 +3,7 @@
 #include "json/job_json.hpp"
 #include "server/api.hpp"
 #include "server/api_support.hpp"
+#include "server/job_pages.hpp"
 #include "server/responses.hpp"
 
 namespace readpast::server {
@@ -24,7 +25,8 @@ bool truncate_payload(std::string& payload, std::size_t limit) {
 
 // GET /api/jobs?queue=Q&state=S&after=ID&limit=N&payload_max=BYTES
 // Jobs in id order, after the id given; "next_after" is the value of ?after= for the next
-// page, or null on the last one. Each page is one range scan of an index, however deep.
+// page, or null on the last one. Each page is a few short index range scans, however deep
+// (job_pages.hpp).
 Result<HttpResponse> list(Queue& queue, const HttpRequest& request) {
   ListRequest list;
   if (auto name = request.query_value("queue"); name && !name->empty()) {
@@ -48,7 +50,7 @@ Result<HttpResponse> list(Queue& queue, const HttpRequest& request) {
   auto payload_max = query_integer(request, "payload_max", 0, INT64_MAX, INT64_MAX);
   if (!payload_max) return fail_with(payload_max.error());
 
-  auto jobs = queue.list(list);
+  auto jobs = list_page(queue, list);
   if (!jobs) return fail_with(jobs.error());
   Json out = Json::array();
   for (auto& job : *jobs) {

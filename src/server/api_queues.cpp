@@ -100,8 +100,9 @@ Result<HttpResponse> purge(Queue& queue, const HttpRequest& request) {
   return json_response(200, {{"queue", *name}, {"purged", *count}});
 }
 
-// GET /api/throughput?queue=Q → {"interval_s": x, "points": [{"t", "succeeded_per_s",
-// "dead_per_s"}]}, oldest first, for one queue or all of them.
+// GET /api/throughput?queue=Q → {"interval_s": x, "points": [{"t", "length_s",
+// "succeeded_per_s", "dead_per_s"}]}, oldest first, for one queue or all of them; t is the end
+// of the sample and length_s its actual length.
 Result<HttpResponse> throughput_history(const Throughput& throughput, const HttpRequest& request) {
   std::optional<std::string_view> name;
   if (auto q = request.query_value("queue"); q && !q->empty()) {
@@ -113,6 +114,7 @@ Result<HttpResponse> throughput_history(const Throughput& throughput, const Http
     double length = seconds(p.length);
     if (length <= 0) continue;
     points.push_back({{"t", format_time(p.end)},
+                      {"length_s", length},
                       {"succeeded_per_s", static_cast<double>(p.succeeded) / length},
                       {"dead_per_s", static_cast<double>(p.dead) / length}});
   }

@@ -38,7 +38,7 @@ struct Reply {
 };
 
 class ServerTest : public ::testing::TestWithParam<std::string> {
- protected:
+ public:
   void SetUp() override {
     url_ = engine_named(GetParam()).fresh_url();
     QueueOptions queue_options;
@@ -77,6 +77,7 @@ class ServerTest : public ::testing::TestWithParam<std::string> {
     start(std::move(options));
   }
 
+  // The HTTP calls, for helpers outside the fixture too.
   std::unique_ptr<httplib::Client> client() const {
     auto client = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
     client->set_read_timeout(std::chrono::seconds(30));
