@@ -86,7 +86,7 @@ Command add_serve_command(CLI::App& parent) {
   app->add_option("--max-body", args->max_body, "Largest request body (default: 32MiB)")
       ->type_name("SIZE");
   app->add_option("--timeout", args->timeout,
-                  "Disconnect a client that sends or reads nothing for this long (default: 10s)")
+                  "Give up on a request, or its response, that stalls this long (default: 10s)")
       ->type_name("DUR");
   app->add_option("--max-concurrent", args->max_concurrent,
                   "Requests handled at once; more get 503 (default: 32)")

@@ -112,6 +112,7 @@ struct Server::Impl {
   Router router;
   int port = 0;
 
+  // Safe to use from any thread.
   Throughput throughput;
   RequestMetrics request_metrics;
   std::atomic<std::int64_t> in_flight{0};
@@ -165,6 +166,11 @@ Result<std::unique_ptr<Server>> Server::bind(Queue& queue, ServerOptions options
 
   auto handler = [&s](const httplib::Request& req, httplib::Response& res) {
     HttpRequest request = to_request(req);
+    // Counted out even when a route throws (the exception handler answers 500).
+    struct InFlight {
+      std::atomic<std::int64_t>& count;
+      ~InFlight() { --count; }
+    } in_flight{s.in_flight};
     const std::int64_t now_in_flight = ++s.in_flight;
     HttpResponse response;
     if (now_in_flight > s.options.max_concurrent_requests) {
@@ -176,7 +182,6 @@ Result<std::unique_ptr<Server>> Server::bind(Queue& queue, ServerOptions options
     } else {
       response = s.handle(request);
     }
-    --s.in_flight;
     s.request_metrics.record(response.status);
     write_response(std::move(response), res);
   };

@@ -36,6 +36,7 @@ void Throughput::loop() {
 Status Throughput::sample_once() {
   auto now = queue_.now();
   if (!now) return fail_with(now.error());
+  const TimePoint end = *now - kSettle;
   std::optional<TimePoint> previous;
   {
     std::lock_guard lock(mu_);
@@ -43,25 +44,26 @@ Status Throughput::sample_once() {
   }
   if (!previous) {
     std::lock_guard lock(mu_);
-    last_tick_ = *now;
+    last_tick_ = end;
     return {};
   }
+  if (end <= *previous) return {};
   auto since_previous = queue_.finished_since(*previous);
   if (!since_previous) return fail_with(since_previous.error());
-  auto since_now = queue_.finished_since(*now);
-  if (!since_now) return fail_with(since_now.error());
+  auto since_end = queue_.finished_since(end);
+  if (!since_end) return fail_with(since_end.error());
 
-  Sample sample{*now, *now - *previous, {}};
+  Sample sample{end, end - *previous, {}};
   for (const auto& c : *since_previous) sample.counts[c.queue] = {c.succeeded, c.dead};
-  for (const auto& c : *since_now) {
+  for (const auto& c : *since_end) {
     auto& counts = sample.counts[c.queue];
     counts.first = std::max<std::int64_t>(0, counts.first - c.succeeded);
     counts.second = std::max<std::int64_t>(0, counts.second - c.dead);
   }
   std::lock_guard lock(mu_);
-  last_tick_ = *now;
+  last_tick_ = end;
   samples_.push_back(std::move(sample));
-  while (!samples_.empty() && samples_.front().end < *now - history_) samples_.pop_front();
+  while (!samples_.empty() && samples_.front().end < end - history_) samples_.pop_front();
   return {};
 }
 

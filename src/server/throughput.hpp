@@ -2,10 +2,12 @@
 // the dashboard's chart and rates.
 //
 // Every `interval`, one sample: how many jobs of each queue reached succeeded and dead
-// during the interval, by the database's clock (Queue::now and Queue::finished_since:
-// finished_since(previous tick) - finished_since(this tick), so a job that finishes while
-// the sample is taken is counted once, in the next sample). Jobs deleted on completion
-// (zero retention) are not seen. Samples older than `history` are dropped.
+// during an interval of the database's clock (Queue::now, Queue::finished_since):
+// finished_since(start) - finished_since(end). The interval ends kSettle before the
+// database's now, so that a job whose finished_at is already written but whose transaction
+// has not committed yet is counted when it becomes visible instead of being missed. Each job
+// is counted once. Jobs deleted on completion (zero retention) are not seen. Samples older
+// than `history` are dropped.
 //
 // Thread-safety: one background thread (start/stop from the owner's thread); points() and
 // rate() may be called from any thread (they read under mu_).
@@ -28,6 +30,9 @@ namespace readpast::server {
 
 class Throughput {
  public:
+  // How far behind the database's clock samples end.
+  static constexpr Duration kSettle = std::chrono::seconds(1);
+
   struct Point {
     TimePoint end{};     // the database's time at the end of the interval
     Duration length{0};  // the interval

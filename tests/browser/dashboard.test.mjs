@@ -46,10 +46,12 @@ function readpast(args, {input} = {}) {
 }
 
 // Starts `readpast serve` on a free port; resolves with its URL once it says it listens.
-function startServer() {
+function startServer(extraEnv = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(CLI, ['serve', '--listen', '127.0.0.1:0', '--sample-interval', '500ms'],
-                        {env, stdio: ['ignore', 'ignore', 'pipe']});
+                        {env: {...env, ...extraEnv}, stdio: ['ignore', 'ignore', 'pipe']});
+    running.add(child);
+    child.on('close', () => running.delete(child));
     let err = '';
     const timer = setTimeout(() => reject(new Error('serve did not start: ' + err)), WAIT_MS);
     child.stderr.on('data', (d) => {
@@ -122,9 +124,12 @@ before(async () => {
 });
 
 after(async () => {
+  if (server) {
+    running.delete(server);
+    server.kill('SIGTERM');
+  }
   for (const child of running) child.kill('SIGKILL');
   if (browser) await browser.close();
-  if (server) server.kill('SIGTERM');
   if (dir) rmSync(dir, {recursive: true, force: true});
 });
 
@@ -220,6 +225,26 @@ test('a page of another site cannot act on the server', async () => {
     evil.close();
   }
   assert.equal((await api('GET', `/api/jobs/${id}`)).json.state, 'available');
+});
+
+test('with a token, the page asks for it once and then shows the data', async () => {
+  const token = 'a-token-for-the-browser-test';
+  const guarded = await startServer({READPAST_TOKEN: token});
+  const tab = await browser.newPage();
+  try {
+    const unauthorized = await fetch(guarded.url + '/api/queues');
+    assert.equal(unauthorized.status, 401);
+    await tab.goto(guarded.url + '/');
+    await tab.locator('#token-dialog').waitFor({state: 'visible'});
+    assert.equal(await tab.locator('tr[data-queue]').count(), 0);
+    await tab.locator('#token-input').fill(token);
+    await tab.locator('#token-form button[type="submit"]').click();
+    await tab.locator('tr[data-queue="demo"]').waitFor();
+    assert.equal(await tab.locator('#token-dialog').isVisible(), false);
+  } finally {
+    await tab.close();
+    guarded.child.kill('SIGTERM');
+  }
 });
 
 test('the overview on a busy afternoon (screenshot)', async () => {
