@@ -6,7 +6,7 @@
 
 #include "cli/arguments.hpp"
 #include "cli/session.hpp"
-#include "cli/signal_watcher.hpp"
+#include "readpast/worker.hpp"
 #include "server/server.hpp"
 
 namespace readpast::cli {
@@ -48,8 +48,8 @@ CliStatus serve(Session& session, const ServeArgs& args) {
   // A client that hangs up mid-response must give EPIPE, not kill the server.
   ::signal(SIGPIPE, SIG_IGN);
   // Before any thread exists, so that every thread inherits the blocked signals.
-  SignalWatcher signals;
-  if (auto ok = signals.status(); !ok) return ok;
+  ShutdownSignals signals;
+  if (auto ok = signals.status(); !ok) return fail_cli(failure(ok.error()));
 
   auto queue = session.open();
   if (!queue) return fail_cli(queue.error());
@@ -57,9 +57,9 @@ CliStatus serve(Session& session, const ServeArgs& args) {
   auto server = server::Server::bind(*queue, std::move(*options));
   if (!server) return fail_cli(failure(server.error()));
   session.log().info("database {}", session.printable_db_url());
-  signals.start([&server](int) { (*server)->stop(); });
+  signals.on_signal([&server](int) { (*server)->stop(); });
   Status result = (*server)->run();
-  signals.stop();
+  signals.on_signal(nullptr);
   session.log().info("stopped");
   if (!result) return fail_cli(failure(result.error()));
   return {};

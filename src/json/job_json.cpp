@@ -116,6 +116,7 @@ nlohmann::ordered_json stats_to_json(const std::vector<QueueStats>& stats) {
         {"dead", s.dead},
         {"cancelled", s.cancelled},
         {"oldest_available_age_s", std::chrono::duration<double>(s.oldest_available_age).count()},
+        {"paused", s.paused},
     };
   }
   return nlohmann::ordered_json{{"queues", queues}};

@@ -21,7 +21,7 @@ namespace readpast::json {
 nlohmann::ordered_json job_to_json(const Job& job);
 
 // {"queues": {"NAME": {"available": n, "scheduled": n, "running": n, "succeeded": n,
-//  "dead": n, "cancelled": n, "oldest_available_age_s": x}}}
+//  "dead": n, "cancelled": n, "oldest_available_age_s": x, "paused": bool}}}
 nlohmann::ordered_json stats_to_json(const std::vector<QueueStats>& stats);
 
 // Serializes for printing; text that is not valid UTF-8 (say, a last_error written by

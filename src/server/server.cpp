@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/prometheus.hpp"
 #include "server/api.hpp"
 #include "server/dashboard.hpp"
 #include "server/guard.hpp"
@@ -143,7 +144,7 @@ HttpResponse Server::Impl::healthz() {
 HttpResponse Server::Impl::metrics() {
   auto stats = queue.stats();
   if (!stats) return error_response(stats.error());
-  std::string body = render_queue_metrics(*stats);
+  std::string body = detail::prometheus_text(*stats);
   body += request_metrics.render(in_flight.load());
   return {200, "text/plain; version=0.0.4; charset=utf-8", std::move(body), {}};
 }

@@ -1,12 +1,11 @@
 // The server's small pure pieces: listen addresses, the router, body fields, the token
-// comparison, base64 and Prometheus label escaping.
+// comparison and base64.
 #include <gtest/gtest.h>
 
 #include "json/job_json.hpp"
 #include "server/guard.hpp"
 #include "server/json_body.hpp"
 #include "server/listen_address.hpp"
-#include "server/metrics.hpp"
 #include "server/router.hpp"
 
 namespace readpast::server {
@@ -95,20 +94,6 @@ TEST(ServerUnitJson, Base64RoundTrips) {
   for (const char* bad : {"A", "AB=C", "A===", "****"}) {
     EXPECT_FALSE(json::base64_decode(bad)) << bad;
   }
-}
-
-TEST(ServerUnitMetrics, RendersEveryQueueWithEscapedLabels) {
-  QueueStats emails;
-  emails.queue = "emails";
-  emails.available = 3;
-  emails.dead = 1;
-  emails.paused = true;
-  std::vector<QueueStats> stats = {emails};
-  std::string text = render_queue_metrics(stats);
-  EXPECT_NE(text.find("readpast_jobs{queue=\"emails\",state=\"available\"} 3\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("readpast_queue_paused{queue=\"emails\"} 1\n"), std::string::npos);
-  EXPECT_EQ(escape_label_value("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
 }
 
 }  // namespace
