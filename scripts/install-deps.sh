@@ -8,6 +8,7 @@ packages=(
   libsqlite3-dev sqlite3 libpq-dev postgresql
   libexpected-dev libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libcpp-httplib-dev chromium fonts-dejavu-core
   clang clang-format clang-tidy libclang-rt-14-dev
   procps util-linux
   # Fault tests: packets dropped by the kernel (network), a clock that jumps (libfaketime).
@@ -27,3 +28,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update
   apt-get install -y --no-install-recommends "${missing[@]}"
 fi
+
+# Node.js and npm for the browser tests (tests/browser): the machine's own when it has them
+# (Node 18 or newer), else Debian's.
+if ! command -v npm >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update
+  apt-get install -y --no-install-recommends nodejs npm
+fi
+# playwright-core, exactly as locked; it drives /usr/bin/chromium and downloads no browser.
+(cd "$(dirname "$0")/../tests/browser" && npm ci --no-audit --no-fund --loglevel=error)

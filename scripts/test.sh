@@ -2,8 +2,10 @@
 # Installs what is needed, then builds readpast and runs every test, in four
 # configurations (CI runs exactly this, through .ci/run):
 #   1. strict:  warnings as errors, every test (the fault tests of tests/chaos included,
-#               in their short form; scripts/reliability.sh --long runs the soak)
+#               in their short form, scripts/reliability.sh --long runs the soak; the HTTP
+#               server's API and browser tests too)
 #   2. asan:    AddressSanitizer + UndefinedBehaviorSanitizer, every test but the fault tests
+#               and the HTTP server's API and browser tests
 #   3. tsan:    ThreadSanitizer, the tests of the worker runtime and the command line
 #               (on SQLite: the worker's threads are the same on every engine)
 #   4. fuzz:    the libFuzzer targets of tests/fuzz (clang, parsers only), a short run each
@@ -83,7 +85,7 @@ for config in $configs; do
     strict) run_config strict "" "" "" -DCMAKE_BUILD_TYPE=RelWithDebInfo ;;
     # The fault tests (label chaos) run in strict only: under ASan they take minutes the CI
     # budget does not have (scripts/reliability.sh runs them on demand).
-    asan)   run_config asan "" "chaos" "" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1" -DREADPAST_SANITIZE=address,undefined ;;
+    asan)   run_config asan "" "chaos" "" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1" -DREADPAST_SANITIZE=address,undefined -DREADPAST_BUILD_SERVER_TESTS=OFF ;;
     tsan)   run_config tsan "cli|worker" "postgres|chaos" "readpast_cli readpast_cli_tests readpast_worker_tests" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREADPAST_SANITIZE=thread ;;
     fuzz)   run_fuzz_config ;;
     *) echo "unknown configuration '$config' (strict, asan, tsan, fuzz)" >&2; exit 2 ;;

@@ -116,6 +116,7 @@ int run_cli(int argc, char** argv) {
       add_pause_command(app),   add_resume_command(app),  add_schedule_command(app),
       add_metrics_command(app),
   };
+  commands.push_back(add_serve_command(app));
 
   try {
     app.parse(argc, argv);

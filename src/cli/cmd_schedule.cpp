@@ -6,10 +6,10 @@
 #include <optional>
 
 #include "cli/arguments.hpp"
-#include "cli/job_json.hpp"
 #include "cli/job_text.hpp"
 #include "cli/output_table.hpp"
 #include "cli/session.hpp"
+#include "json/job_json.hpp"
 
 namespace readpast::cli {
 namespace {
@@ -74,7 +74,7 @@ CliStatus list(Session& session, const ScheduleArgs& args) {
                      {"last_tick", s.last_tick ? nlohmann::ordered_json(format_time(*s.last_tick))
                                                : nlohmann::ordered_json(nullptr)}});
     }
-    session.console().write_stdout(dump_json(out));
+    session.console().write_stdout(json::dump_json(out));
     return {};
   }
   Table table({{"NAME"}, {"QUEUE"}, {"SCHEDULE"}, {"LAST TICK"}, {"PAYLOAD"}});

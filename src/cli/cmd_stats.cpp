@@ -10,9 +10,9 @@
 #include <optional>
 
 #include "cli/arguments.hpp"
-#include "cli/job_json.hpp"
 #include "cli/output_table.hpp"
 #include "cli/session.hpp"
+#include "json/job_json.hpp"
 #include "readpast/worker.hpp"
 
 namespace readpast::cli {
@@ -152,7 +152,7 @@ CliStatus stats(Session& session, const StatsArgs& args) {
   const std::vector<QueueStats>& stats = sample->stats;
 
   if (args.json) {
-    session.console().write_stdout(dump_json(stats_to_json(stats)));
+    session.console().write_stdout(json::dump_json(json::stats_to_json(stats)));
     return {};
   }
   Table table({{"QUEUE"},

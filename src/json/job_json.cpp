@@ -1,10 +1,10 @@
-#include "cli/job_json.hpp"
+#include "json/job_json.hpp"
 
 #include <chrono>
 
 #include "worker/utf8.hpp"
 
-namespace readpast::cli {
+namespace readpast::json {
 namespace {
 
 template <class T, class F>
@@ -44,6 +44,35 @@ std::string base64_encode(std::string_view bytes) {
     out += kAlphabet[(v >> 12) & 63];
     out += rest == 2 ? kAlphabet[(v >> 6) & 63] : '=';
     out += '=';
+  }
+  return out;
+}
+
+std::optional<std::string> base64_decode(std::string_view text) {
+  if (text.size() % 4 != 0) return std::nullopt;
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  for (std::size_t i = 0; i < text.size(); i += 4) {
+    const bool last = i + 4 == text.size();
+    const int padding = last ? (text[i + 3] == '=') + (text[i + 2] == '=') : 0;
+    if (padding == 1 && text[i + 2] == '=') return std::nullopt;  // "x=y=" is not base64
+    unsigned v = 0;
+    for (int k = 0; k < 4 - padding; ++k) {
+      int digit = value(text[i + static_cast<std::size_t>(k)]);
+      if (digit < 0) return std::nullopt;
+      v |= static_cast<unsigned>(digit) << (18 - 6 * k);
+    }
+    out += static_cast<char>((v >> 16) & 0xff);
+    if (padding < 2) out += static_cast<char>((v >> 8) & 0xff);
+    if (padding < 1) out += static_cast<char>(v & 0xff);
   }
   return out;
 }
@@ -97,4 +126,4 @@ std::string dump_json(const nlohmann::ordered_json& value) {
   return value.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
-}  // namespace readpast::cli
+}  // namespace readpast::json

@@ -1,4 +1,5 @@
-// cli/job_json.hpp — the JSON that `list --json`, `show --json` and `stats --json` print.
+// json/job_json.hpp — the JSON of jobs and stats, shared by the command line (`list --json`,
+// `show --json`, `stats --json`) and the HTTP API.
 // Field names are the column names of DESIGN.md: a contract for scripts.
 //
 // Thread-safety: pure functions.
@@ -13,7 +14,7 @@
 #include "readpast/job.hpp"
 #include "readpast/options.hpp"
 
-namespace readpast::cli {
+namespace readpast::json {
 
 // Every column; times as RFC 3339 (UTC), absent values as null; the payload as text when
 // it is valid UTF-8, else base64, said by "payload_encoding": "utf8" | "base64".
@@ -29,5 +30,7 @@ std::string dump_json(const nlohmann::ordered_json& value);
 
 // RFC 4648 base64 with padding.
 std::string base64_encode(std::string_view bytes);
+// The bytes of RFC 4648 base64 (padding required); nullopt when `text` is not base64.
+std::optional<std::string> base64_decode(std::string_view text);
 
-}  // namespace readpast::cli
+}  // namespace readpast::json
