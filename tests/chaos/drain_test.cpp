@@ -41,7 +41,7 @@ void expect_headline(const CheckReport& report) {
 // extended (1 in 5) along the way, so every fenced call meets the kills.
 TEST_P(DrainTest, RandomWorkersKilledWithSigkillWhileSixteenThreadsDrain) {
   const int jobs = scaled(6000, 100000);
-  const auto kill_every = scaled<Duration>(1200ms, 3s);
+  const auto kill_every = scaled<Duration>(500ms, 3s);
   const Duration lease = scaled<Duration>(1500ms, 3s);
   const auto deadline = std::chrono::steady_clock::now() + scaled(3min, 20min);
   ChaosRun run("sigkill_drain", fresh_url(), "drain");

@@ -407,6 +407,25 @@ TEST(HistoryChecker, AnAcceptedExtensionKeepsTheLeaseValid) {
   EXPECT_TRUE(report.ok()) << report.summary();
 }
 
+TEST(HistoryChecker, AFailOfUnknownOutcomeMayHaveEndedTheLease) {
+  // a's fail at +1s lost its reply (a server crash): it may have committed, making the job
+  // available, so b's lease at +1.5s, inside a's lease, proves no overlap.
+  History h;
+  h.leases = {lease_at(1, "a", "a/t0", 0ms), lease_at(1, "b", "b/t0", 1500ms, 2)};
+  h.settles = {settle_at(SettleEvent::Kind::kFail, 1, "a", "a/t0", 1000ms)};
+  h.settles[0].accepted = false;
+  h.settles[0].unknown = true;
+  h.settles[0].error = "unavailable: server closed the connection";
+  h.completions = {complete_at(1, "b", "b/t0", 1600ms)};
+  auto report = check_history(h, {1}, {final_row(1, JobState::kSucceeded, 2)});
+  EXPECT_TRUE(report.ok()) << report.summary();
+  // A refused fail did not end it: then b's lease overlaps a's.
+  h.settles[0].unknown = false;
+  h.settles[0].error = "lease_lost";
+  report = check_history(h, {1}, {final_row(1, JobState::kSucceeded, 2)});
+  EXPECT_TRUE(mentions(report, "job 1: lease by b/t0")) << report.summary();
+}
+
 TEST(HistoryChecker, AReleaseEndsTheLeaseAndGivesItsAttemptBack) {
   History h;
   h.leases = {lease_at(1, "a", "a/t0", 0ms, 1), lease_at(1, "b", "b/t0", 300ms, 1)};
