@@ -105,20 +105,22 @@ nlohmann::ordered_json job_to_json(const Job& job) {
   return j;
 }
 
+nlohmann::ordered_json queue_stats_to_json(const QueueStats& s) {
+  return {
+      {"available", s.available},
+      {"scheduled", s.scheduled},
+      {"running", s.running},
+      {"succeeded", s.succeeded},
+      {"dead", s.dead},
+      {"cancelled", s.cancelled},
+      {"oldest_available_age_s", std::chrono::duration<double>(s.oldest_available_age).count()},
+      {"paused", s.paused},
+  };
+}
+
 nlohmann::ordered_json stats_to_json(const std::vector<QueueStats>& stats) {
   nlohmann::ordered_json queues = nlohmann::ordered_json::object();
-  for (const auto& s : stats) {
-    queues[s.queue] = {
-        {"available", s.available},
-        {"scheduled", s.scheduled},
-        {"running", s.running},
-        {"succeeded", s.succeeded},
-        {"dead", s.dead},
-        {"cancelled", s.cancelled},
-        {"oldest_available_age_s", std::chrono::duration<double>(s.oldest_available_age).count()},
-        {"paused", s.paused},
-    };
-  }
+  for (const auto& s : stats) queues[s.queue] = queue_stats_to_json(s);
   return nlohmann::ordered_json{{"queues", queues}};
 }
 

@@ -20,8 +20,11 @@ namespace readpast::json {
 // it is valid UTF-8, else base64, said by "payload_encoding": "utf8" | "base64".
 nlohmann::ordered_json job_to_json(const Job& job);
 
-// {"queues": {"NAME": {"available": n, "scheduled": n, "running": n, "succeeded": n,
-//  "dead": n, "cancelled": n, "oldest_available_age_s": x, "paused": bool}}}
+// One queue's counts: {"available": n, "scheduled": n, "running": n, "succeeded": n,
+// "dead": n, "cancelled": n, "oldest_available_age_s": x, "paused": bool}
+nlohmann::ordered_json queue_stats_to_json(const QueueStats& stats);
+
+// {"queues": {"NAME": queue_stats_to_json(its stats), ...}}
 nlohmann::ordered_json stats_to_json(const std::vector<QueueStats>& stats);
 
 // Serializes for printing; text that is not valid UTF-8 (say, a last_error written by

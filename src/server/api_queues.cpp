@@ -2,6 +2,7 @@
 // throughput history behind the dashboard's chart.
 #include <chrono>
 
+#include "json/job_json.hpp"
 #include "server/api.hpp"
 #include "server/api_support.hpp"
 #include "server/responses.hpp"
@@ -20,19 +21,11 @@ double seconds(Duration d) {
 
 Json queue_json(const QueueStats& s, const Throughput& throughput) {
   auto rate = throughput.rate(s.queue, kRateWindow);
-  return {
-      {"queue", s.queue},
-      {"available", s.available},
-      {"scheduled", s.scheduled},
-      {"running", s.running},
-      {"succeeded", s.succeeded},
-      {"dead", s.dead},
-      {"cancelled", s.cancelled},
-      {"oldest_available_age_s", seconds(s.oldest_available_age)},
-      {"paused", s.paused},
-      {"succeeded_per_s", rate.succeeded_per_s},
-      {"dead_per_s", rate.dead_per_s},
-  };
+  Json j = {{"queue", s.queue}};
+  j.update(json::queue_stats_to_json(s));
+  j["succeeded_per_s"] = rate.succeeded_per_s;
+  j["dead_per_s"] = rate.dead_per_s;
+  return j;
 }
 
 Result<HttpResponse> queues(Queue& queue, const Throughput& throughput) {
