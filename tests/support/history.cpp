@@ -746,10 +746,11 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
 
     // No two leases valid at once. Lease j lasted at least until its expiry (or a later
     // one an accepted extension set) unless a settling call ended it first: an accepted
-    // one, or one of unknown outcome (the database may have committed it and lost only the
-    // reply, say in a server crash: a fail then made the job available again). Lease i was
-    // granted no later than its call returned. Overlap is proven when lease i's call
-    // returned before lease j ended.
+    // one, or a fail or release of unknown outcome (the database may have committed it and
+    // lost only the reply, say in a server crash, and the job was available again; a
+    // completion of unknown outcome cannot explain a later lease: had it committed, the job
+    // would have ended). Lease i was granted no later than its call returned. Overlap is
+    // proven when lease i's call returned before lease j ended.
     auto settled_by = [&](const std::string& token, SettleEvent::Kind kind) {
       for (const auto* s : accepted_settles) {
         if (s->token == token && s->kind == kind) return s;
@@ -782,10 +783,8 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
           j_end = std::max(j_end, s->t_start + s->lease_duration);
         }
       }
-      for (const auto* c : events.completions) {
-        if (c->token == leases[j]->token && (c->accepted || c->unknown)) {
-          j_end = std::min(j_end, c->t_start);
-        }
+      for (const auto* c : accepted) {
+        if (c->token == leases[j]->token) j_end = std::min(j_end, c->t_start);
       }
       for (const auto* s : events.settles) {
         if (s->token == leases[j]->token && (s->accepted || s->unknown) &&
