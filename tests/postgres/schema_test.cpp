@@ -116,10 +116,8 @@ TEST_F(SchemaTest, InitUpgradesADatabaseThatAnEarlierReleaseCreated) {
   const detail::pg::Sql statements(schema);
   {
     SqlConnection db(url_);
-    ASSERT_EQ(PQresultStatus(PQexec(db.get(), statements.create_schema.c_str())), PGRES_COMMAND_OK);
-    PGresult* migrated = PQexec(db.get(), statements.migrations[0].c_str());
-    ASSERT_EQ(PQresultStatus(migrated), PGRES_COMMAND_OK) << PQresultErrorMessage(migrated);
-    PQclear(migrated);
+    db.script(statements.create_schema);
+    db.script(statements.migrations[0]);
     db.exec("INSERT INTO readpast.schema_version (version) VALUES (1)");
     db.scalar("SELECT readpast.enqueue('q', 'from release 1')");
   }
