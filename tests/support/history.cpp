@@ -400,15 +400,16 @@ std::string CheckReport::summary(std::size_t max_violations) const {
   };
   out << "; slowest lease call " << ms(slowest_lease_call) << " ms, slowest complete call "
       << ms(slowest_complete_call) << " ms, " << calls_over_1s << " calls over 1 s";
-  for (std::size_t i = 0; i < rejections.size() && i < max_violations; ++i) {
-    out << "\n  refused: " << rejections[i];
-  }
+  // Violations before the refusals, which are only context: a log cut short keeps them.
   out << "\n" << violations.size() << " violations";
   for (std::size_t i = 0; i < violations.size() && i < max_violations; ++i) {
     out << "\n  " << violations[i];
   }
   if (violations.size() > max_violations) {
     out << "\n  ... and " << violations.size() - max_violations << " more";
+  }
+  for (std::size_t i = 0; i < rejections.size() && i < max_violations; ++i) {
+    out << "\n  refused: " << rejections[i];
   }
   return out.str();
 }
@@ -759,10 +760,16 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
     };
     std::map<std::string, const ExecEvent*> ended_run;  // token -> its exec_end
     for (const auto* e : events.ends) ended_run.emplace(e->token, e);
+    // Releases a killed process committed but did not live to record: the next grant
+    // carries the same attempt, since a release gives the attempt back and nothing else
+    // does (only the token's holder can release; a rescue or a fail leaves the attempt
+    // spent, so the next grant adds one).
+    std::int64_t unrecorded_releases = 0;
     for (std::size_t j = 0; j + 1 < leases.size(); ++j) {
       // A killed process may have settled its lease (a fail, a release) without living to
-      // record it: when it had finished running the job and no answer of its is recorded,
-      // the job may have been free again at any time, and lease j proves nothing.
+      // record it: when it had finished running the job, or the next grant shows the job
+      // was released, and no answer of its is recorded, the job may have been free again
+      // at any time, and lease j proves nothing.
       const std::string& token = leases[j]->token;
       const bool answered =
           std::any_of(events.completions.begin(), events.completions.end(),
@@ -770,9 +777,11 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
           std::any_of(events.settles.begin(), events.settles.end(), [&](const auto* s) {
             return s->token == token && s->kind != SettleEvent::Kind::kExtend;
           });
+      const bool released_unrecorded = leases[j + 1]->attempt == leases[j]->attempt;
       if (killed.count(leases[j]->process) && !answered &&
-          (!executions_recorded || ended_run.count(token))) {
-        if (leases[j + 1]->t_lease_end + tol < leases[j]->lease_expires_at) {
+          (!executions_recorded || ended_run.count(token) || released_unrecorded)) {
+        unrecorded_releases += released_unrecorded;
+        if (released_unrecorded || leases[j + 1]->t_lease_end + tol < leases[j]->lease_expires_at) {
           ++report.unrecorded_settles;
         }
         continue;
@@ -890,7 +899,8 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
     if (row) {
       std::int64_t releases = 0;
       for (const auto* s : accepted_settles) releases += s->kind == SettleEvent::Kind::kRelease;
-      const auto granted = static_cast<std::int64_t>(leases.size()) - releases;
+      const auto granted =
+          static_cast<std::int64_t>(leases.size()) - releases - unrecorded_releases;
       if (!options.black_box && row->attempts < granted) {
         violation(job + " has attempts " + std::to_string(row->attempts) + " after " +
                   std::to_string(leases.size()) + " recorded leases" +

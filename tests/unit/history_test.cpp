@@ -578,6 +578,29 @@ TEST(HistoryChecker, AKilledProcessMayHaveSettledALeaseWithoutRecordingIt) {
                        "job 1: lease by b/t0"));
 }
 
+TEST(HistoryChecker, AKilledProcessMayHaveReleasedALeaseWithoutRecordingIt) {
+  // victim leased job 1, found its lease too short to start it, released it (committed:
+  // the attempt came back) and was killed before writing the line; b leased attempt 1
+  // again, once at once and once after the victim's lease would have expired.
+  for (Duration b_at : {300ms, 2500ms}) {
+    History h;
+    h.leases = {lease_at(1, "a", "victim/t0", 0ms), lease_at(1, "b", "b/t0", b_at, 1)};
+    h.execs = {exec_at(ExecEvent::Phase::kStart, 1, "b", "b/t0", b_at + 10ms),
+               exec_at(ExecEvent::Phase::kEnd, 1, "b", "b/t0", b_at + 20ms)};
+    h.completions = {complete_at(1, "b", "b/t0", b_at + 30ms)};
+    h.faults = {fault_at("sigkill", "victim", 25ms)};
+    const std::vector<Job> final_jobs = {final_row(1, JobState::kSucceeded, 1)};
+    auto report = check_history(h, {1}, final_jobs);
+    EXPECT_TRUE(report.ok()) << report.summary();
+    EXPECT_EQ(report.unrecorded_settles, 1);
+    // A process that lived would have recorded its release: the history is then short of
+    // an attempt.
+    History alive = h;
+    alive.faults.clear();
+    EXPECT_TRUE(mentions(check_history(alive, {1}, final_jobs), "has attempts 1 after 2"));
+  }
+}
+
 TEST(HistoryChecker, FiguresNameTheHeadlineNumbers) {
   CleanRun run;
   run.history.completions.push_back(complete_at(1, "t1", "a/t0", 200ms));
