@@ -32,13 +32,13 @@ struct HarnessEnv {
 
 QueueOptions retention(bool keep) {
   QueueOptions options;
-  if (!keep) options.succeeded_retention = Duration::zero();
+  if (!keep) options.retention.succeeded = Duration::zero();
   return options;
 }
 
 std::string retention_text(bool keep) {
-  return keep ? "succeeded_retention 24h (the default: completed jobs kept)"
-              : "succeeded_retention 0 (completed jobs deleted)";
+  return keep ? "retention.succeeded 24h (the default: completed jobs kept)"
+              : "retention.succeeded 0 (completed jobs deleted)";
 }
 
 void emit(Reporter& reporter, const std::string& metric, double value, const std::string& unit,

@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--systems", systems_text, "raw,readpast")->capture_default_str();
   run->add_option("--retention", retentions_text,
-                  "readpast succeeded_retention: delete (0), keep (24h), or both: delete,keep")
+                  "readpast retention.succeeded: delete (0), keep (24h), or both: delete,keep")
       ->capture_default_str();
   run->add_option("--n-single", settings.n_single, "jobs enqueued one by one")
       ->capture_default_str();

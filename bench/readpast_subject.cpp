@@ -129,7 +129,7 @@ NewJob new_job(std::string_view payload) {
 class ReadpastSubject final : public Subject {
  public:
   ReadpastSubject(const Target& target, QueueOptions options)
-      : target_(target), retention_zero_(options.succeeded_retention == Duration::zero()) {
+      : target_(target), retention_zero_(options.retention.succeeded == Duration::zero()) {
     options.init_schema = true;
     const std::string url = target.engine == EngineKind::kPostgres
                                 ? target.pg_url
@@ -147,7 +147,7 @@ class ReadpastSubject final : public Subject {
   std::string describe() const override {
     return std::string(
                "readpast::Queue: enqueue / enqueue_batch; workers: lease(max_jobs=B) "
-               "then complete_batch; succeeded_retention=") +
+               "then complete_batch; retention.succeeded=") +
            (retention_zero_ ? "0 (completed jobs deleted)" : "24h (completed jobs kept)");
   }
 

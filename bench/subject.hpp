@@ -105,7 +105,7 @@ class Subject {
   virtual Cycle lease_cycle(int max_jobs) = 0;
 };
 
-// readpast through readpast::Queue. `options` are the Queue's (succeeded_retention zero
+// readpast through readpast::Queue. `options` are the Queue's (retention.succeeded zero
 // deletes completed jobs, like the raw ceiling and graphile-worker do).
 std::unique_ptr<Subject> make_readpast_subject(const Target& target, QueueOptions options);
 // The raw-SQL ceiling: a minimal jobs table and hand-written statements for the same

@@ -111,7 +111,7 @@ std::unique_ptr<Subject> make_subject(const Target& target, const std::string& s
   if (system != "readpast") fail("unknown system '" + system + "' (raw, readpast)");
   QueueOptions options;
   if (retention == "delete") {
-    options.succeeded_retention = Duration::zero();
+    options.retention.succeeded = Duration::zero();
   } else if (retention != "keep") {
     fail("unknown retention '" + retention + "' (delete, keep)");
   }

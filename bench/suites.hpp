@@ -18,7 +18,7 @@ namespace readpast::bench {
 struct Settings {
   Target target;
   std::vector<std::string> systems = {"raw", "readpast"};  // raw first: its value is the ceiling
-  // readpast's succeeded_retention: "delete" (0: completed jobs are deleted, the same
+  // readpast's retention.succeeded: "delete" (0: completed jobs are deleted, the same
   // lifecycle as the raw ceiling) or "keep" (the default 24h).
   std::vector<std::string> retentions = {"delete"};
 

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --build-only
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DREADPAST_BUILD_TESTS=OFF >/dev/null
 cmake --build build --target readpast_cli
 

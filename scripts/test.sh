@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
-# Installs what is needed, then builds readpast and runs every test, in three
+# Installs what is needed, then builds readpast and runs every test, in four
 # configurations (CI runs exactly this, through .ci/run):
-#   1. strict:  warnings as errors, every test
-#   2. asan:    AddressSanitizer + UndefinedBehaviorSanitizer, every test
+#   1. strict:  warnings as errors, every test (the fault tests of tests/chaos included,
+#               in their short form, scripts/reliability.sh --long runs the soak; the HTTP
+#               server's API and browser tests too)
+#   2. asan:    AddressSanitizer + UndefinedBehaviorSanitizer, every test but the fault tests
+#               and the HTTP server's API and browser tests
 #   3. tsan:    ThreadSanitizer, the tests of the worker runtime and the command line
-# Set READPAST_TEST_CONFIGS="strict" (space-separated) to run fewer. Run as root.
+#               (on SQLite: the worker's threads are the same on every engine)
+#   4. fuzz:    the libFuzzer targets of tests/fuzz (clang, parsers only), a short run each
+# Set READPAST_TEST_CONFIGS="strict" (space-separated) to run fewer. Run as root (the
+# network fault tests need a network namespace, the disk-full test a tmpfs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
 bash scripts/install-deps.sh
 
-configs=${READPAST_TEST_CONFIGS:-"strict asan tsan"}
+configs=${READPAST_TEST_CONFIGS:-"strict asan tsan fuzz"}
 jobs=$(nproc)
 total_passed=0
 total_failed=0
@@ -21,10 +27,11 @@ echo "== clang-format check"
 mapfile -t sources < <(git ls-files '*.cpp' '*.hpp' 2>/dev/null || find include src tests bench -name '*.[ch]pp')
 clang-format --dry-run --Werror "${sources[@]}"
 
-# run_config NAME LABEL_REGEX TARGETS CMAKE_ARGS...  (empty LABEL/TARGETS: all of them)
+# run_config NAME LABEL_REGEX EXCLUDE_REGEX TARGETS CMAKE_ARGS...
+# (empty LABEL/TARGETS: all of them; empty EXCLUDE: none)
 run_config() {
-  local name=$1 label_regex=$2 targets=$3
-  shift 3
+  local name=$1 label_regex=$2 exclude_regex=$3 targets=$4
+  shift 4
   local dir="$root/build-ci/$name"
   echo "== $name: configure and build"
   cmake -S "$root" -B "$dir" -G Ninja -DREADPAST_WERROR=ON "$@" >/dev/null
@@ -38,6 +45,7 @@ run_config() {
   local log="$dir/ctest.log"
   local args=(--test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900)
   [ -n "$label_regex" ] && args+=(-L "$label_regex")
+  [ -n "$exclude_regex" ] && args+=(-LE "$exclude_regex")
   set +e
   ctest "${args[@]}" 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
@@ -51,12 +59,39 @@ run_config() {
   if [ "$rc" -ne 0 ]; then failed_configs+=("$name"); fi
 }
 
+# The fuzz targets: a project of their own (tests/fuzz) built with clang.
+run_fuzz_config() {
+  local dir="$root/build-ci/fuzz"
+  echo "== fuzz: configure and build"
+  cmake -S "$root/tests/fuzz" -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
+    -DREADPAST_FUZZ_SECONDS="${READPAST_FUZZ_SECONDS:-5}" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+  echo "== fuzz: run"
+  local log="$dir/ctest.log"
+  set +e
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  set -e
+  local summary failed
+  summary=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -n1)
+  failed=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$summary")
+  total_passed=$((total_passed + $(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$summary") - failed))
+  total_failed=$((total_failed + failed))
+  if [ "$rc" -ne 0 ]; then failed_configs+=("fuzz"); fi
+}
+
 for config in $configs; do
   case "$config" in
-    strict) run_config strict "" "" -DCMAKE_BUILD_TYPE=RelWithDebInfo ;;
-    asan)   run_config asan "" "" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1" -DREADPAST_SANITIZE=address,undefined ;;
-    tsan)   run_config tsan "cli" "readpast_cli readpast_cli_tests readpast_worker_tests readpast_cli_postgres_tests" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREADPAST_SANITIZE=thread ;;
-    *) echo "unknown configuration '$config' (strict, asan, tsan)" >&2; exit 2 ;;
+    # Optimised as released (-O2: the warnings that need the optimiser's flow analysis) but
+    # without debug info, and the sanitizer builds with line tables only (-g1, enough for
+    # their reports): full debug info was a large part of CI's build time.
+    strict) run_config strict "" "" "" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG" -DREADPAST_BUILD_BENCH=ON ;;
+    # The fault tests (label chaos) run in strict only: under ASan they take minutes the CI
+    # budget does not have (scripts/reliability.sh runs them on demand).
+    asan)   run_config asan "" "chaos" "" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-g1 -O1" -DREADPAST_SANITIZE=address,undefined -DREADPAST_BUILD_SERVER_TESTS=OFF ;;
+    tsan)   run_config tsan "cli|worker" "postgres|chaos" "readpast_cli readpast_cli_tests readpast_worker_tests" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DREADPAST_SANITIZE=thread ;;
+    fuzz)   run_fuzz_config ;;
+    *) echo "unknown configuration '$config' (strict, asan, tsan, fuzz)" >&2; exit 2 ;;
   esac
 done
 

@@ -2,11 +2,14 @@
 // rescue expired leases. Engines only run SQL.
 #include "readpast/queue.hpp"
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <mutex>
 #include <random>
 
+#include "core/log.hpp"
+#include "core/schedule_spec.hpp"
 #include "core/url.hpp"
 #include "core/validate.hpp"
 #include "engines/open_engine.hpp"
@@ -43,6 +46,49 @@ struct Queue::State {
     auto it = options.queue_backoff.find(queue);
     return it == options.queue_backoff.end() ? options.backoff : it->second;
   }
+
+  const Retention& retention_for(std::string_view queue) const {
+    auto it = options.queue_retention.find(queue);
+    return it == options.queue_retention.end() ? options.retention : it->second;
+  }
+
+  // One failed attempt as the engine takes it, with the backoff resolved. Backoff
+  // precedence: the call's, then the job's queue's, then the default. Engines get the
+  // resolved numbers and apply them to the attempt count they read under the fence.
+  // nullopt when per-queue policies exist and the job vanished (to the caller: a lost lease).
+  Result<std::optional<detail::FailItem>> fail_item(JobId id, const LeaseToken& token,
+                                                    std::string_view error,
+                                                    const FailOptions& fail_options) {
+    if (token.empty()) return fail_with(Error::invalid_argument("lease token is empty"));
+    if (fail_options.retry_after) {
+      if (auto ok =
+              detail::validate_non_negative_duration(*fail_options.retry_after, "retry_after");
+          !ok) {
+        return fail_with(ok.error());
+      }
+    }
+    if (fail_options.backoff) {
+      if (auto ok = fail_options.backoff->validate(); !ok) return fail_with(ok.error());
+    }
+    detail::FailItem item;
+    item.ref = LeasedRef{id, token};
+    item.error = std::string(error);
+    item.retry_after = fail_options.retry_after;
+    item.no_retry = fail_options.no_retry;
+    const Backoff* backoff = fail_options.backoff ? &*fail_options.backoff : nullptr;
+    if (backoff == nullptr && !options.queue_backoff.empty()) {
+      // Per-queue policies exist: the job's queue decides (one read by primary key).
+      auto job = engine->get(id);
+      if (!job) return fail_with(job.error());
+      if (!*job) return std::optional<detail::FailItem>{};
+      backoff = &backoff_for((*job)->queue);
+    }
+    if (backoff == nullptr) backoff = &options.backoff;
+    item.backoff_base = backoff->base;
+    item.backoff_cap = backoff->cap;
+    item.backoff_factor = 1.0 - backoff->jitter * draw_jitter();
+    return std::optional<detail::FailItem>(std::move(item));
+  }
 };
 
 namespace {
@@ -67,10 +113,10 @@ Result<Queue> Queue::open(std::string_view url, QueueOptions options) {
     if (auto ok = validate_queue_name(name); !ok) return fail_with(ok.error());
     if (auto ok = backoff.validate(); !ok) return fail_with(ok.error());
   }
-  if (auto ok = detail::validate_non_negative_duration(options.succeeded_retention,
-                                                       "succeeded retention");
-      !ok) {
-    return fail_with(ok.error());
+  if (auto ok = options.retention.validate(); !ok) return fail_with(ok.error());
+  for (const auto& [name, retention] : options.queue_retention) {
+    if (auto ok = validate_queue_name(name); !ok) return fail_with(ok.error());
+    if (auto ok = retention.validate(); !ok) return fail_with(ok.error());
   }
   auto engine = detail::open_engine(*parsed, options);
   if (!engine) return fail_with(engine.error());
@@ -140,45 +186,43 @@ Result<std::vector<bool>> Queue::complete_batch(std::span<const LeasedRef> refs)
     if (auto ok = validate_ref(ref.token); !ok) return fail_with(ok.error());
   }
   if (refs.empty()) return std::vector<bool>{};
-  const bool delete_row = state_->options.succeeded_retention == Duration::zero();
+  // Only the default retention decides this (the call does not know the jobs' queues); a
+  // queue whose own retention is zero has its succeeded jobs removed by the next
+  // retention pass.
+  const bool delete_row = state_->options.retention.succeeded == Duration::zero();
   return state_->engine->complete(refs, delete_row);
 }
 
 Result<FailOutcome> Queue::fail(JobId id, const LeaseToken& token, std::string_view error,
                                 const FailOptions& options) {
-  if (auto ok = validate_ref(token); !ok) return fail_with(ok.error());
-  if (options.retry_after) {
-    if (auto ok = detail::validate_non_negative_duration(*options.retry_after, "retry_after");
-        !ok) {
-      return fail_with(ok.error());
-    }
-  }
-  if (options.backoff) {
-    if (auto ok = options.backoff->validate(); !ok) return fail_with(ok.error());
-  }
-  // Backoff precedence: the call's, then the job's queue's, then the default. Engines get
-  // the resolved numbers and apply them to the attempt count they read under the fence.
-  detail::FailItem item;
-  item.ref = LeasedRef{id, token};
-  item.error = std::string(error);
-  item.retry_after = options.retry_after;
-  const Backoff* backoff = options.backoff ? &*options.backoff : nullptr;
-  if (backoff == nullptr && !state_->options.queue_backoff.empty()) {
-    // Per-queue policies exist: the job's queue decides (one read by primary key). A job
-    // that vanished in between is, to this caller, a lost lease.
-    auto job = state_->engine->get(id);
-    if (!job) return fail_with(job.error());
-    if (!*job) return fail_with(lease_lost(id).error());
-    backoff = &state_->backoff_for((*job)->queue);
-  }
-  if (backoff == nullptr) backoff = &state_->options.backoff;
-  item.backoff_base = backoff->base;
-  item.backoff_cap = backoff->cap;
-  item.backoff_factor = 1.0 - backoff->jitter * state_->draw_jitter();
-  auto outcomes = state_->engine->fail(std::span<const detail::FailItem>(&item, 1));
+  auto outcomes = fail_batch(std::span<const FailRequest>(
+      std::array<FailRequest, 1>{FailRequest{id, token, std::string(error), options}}));
   if (!outcomes) return fail_with(outcomes.error());
   if (!outcomes->front()) return fail_with(lease_lost(id).error());
   return *outcomes->front();
+}
+
+Result<std::vector<std::optional<FailOutcome>>> Queue::fail_batch(
+    std::span<const FailRequest> items) {
+  std::vector<detail::FailItem> engine_items;
+  std::vector<std::size_t> sent;  // index in items of each engine item
+  engine_items.reserve(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    auto item = state_->fail_item(items[i].id, items[i].token, items[i].error, items[i].options);
+    if (!item) return fail_with(item.error());
+    if (*item) {
+      engine_items.push_back(std::move(**item));
+      sent.push_back(i);
+    }
+  }
+  std::vector<std::optional<FailOutcome>> results(items.size());
+  if (engine_items.empty()) return results;
+  auto outcomes = state_->engine->fail(engine_items);
+  if (!outcomes) return fail_with(outcomes.error());
+  for (std::size_t k = 0; k < sent.size() && k < outcomes->size(); ++k) {
+    results[sent[k]] = (*outcomes)[k];
+  }
+  return results;
 }
 
 Status Queue::extend(JobId id, const LeaseToken& token, Duration lease_duration) {
@@ -260,11 +304,111 @@ Result<std::int64_t> Queue::purge(const PurgeRequest& request) {
   return state_->engine->purge(request);
 }
 
-Result<std::int64_t> Queue::remove_expired_succeeded(std::string_view queue, int limit) {
-  return purge(PurgeRequest{.queue = std::string(queue),
-                            .state = JobState::kSucceeded,
-                            .older_than = state_->options.succeeded_retention,
-                            .limit = limit});
+Result<std::int64_t> Queue::apply_retention(std::string_view queue, int limit) {
+  if (limit < 1) return fail_with(Error::invalid_argument("retention limit must be at least 1"));
+  const Retention& retention = state_->retention_for(queue);
+  const std::array<std::pair<JobState, std::optional<Duration>>, 3> ages = {{
+      {JobState::kSucceeded, retention.succeeded},
+      {JobState::kCancelled, retention.cancelled},
+      {JobState::kDead, retention.dead},
+  }};
+  std::int64_t total = 0;
+  for (const auto& [state, age] : ages) {
+    if (!age) continue;  // kept until purged by hand
+    auto removed = purge(PurgeRequest{
+        .queue = std::string(queue), .state = state, .older_than = age, .limit = limit});
+    if (!removed) return fail_with(removed.error());
+    total += *removed;
+  }
+  return total;
+}
+
+Status Queue::pause(std::string_view queue) {
+  if (auto ok = validate_queue_name(queue); !ok) return ok;
+  return state_->engine->set_paused(queue, true);
+}
+
+Status Queue::resume(std::string_view queue) {
+  if (auto ok = validate_queue_name(queue); !ok) return ok;
+  return state_->engine->set_paused(queue, false);
+}
+
+Result<bool> Queue::add_schedule(const Schedule& schedule) {
+  if (auto ok = validate_schedule_name(schedule.name); !ok) return fail_with(ok.error());
+  NewJob job;
+  job.queue = schedule.queue;
+  job.payload = schedule.payload;
+  job.priority = schedule.priority;
+  job.max_attempts = schedule.max_attempts;
+  if (auto ok = detail::validate_new_job(job, state_->options.max_payload_bytes); !ok) {
+    return fail_with(ok.error());
+  }
+  auto spec = detail::ScheduleSpec::parse(schedule.spec);
+  if (!spec) return fail_with(spec.error());
+  return state_->engine->upsert_schedule(schedule);
+}
+
+Result<std::vector<Schedule>> Queue::list_schedules() {
+  return state_->engine->list_schedules();
+}
+
+Status Queue::remove_schedule(std::string_view name) {
+  if (auto ok = validate_schedule_name(name); !ok) return ok;
+  auto removed = state_->engine->delete_schedule(name);
+  if (!removed) return fail_with(removed.error());
+  if (!*removed) {
+    return fail_with(Error::not_found("no schedule named '" + std::string(name) + "'"));
+  }
+  return {};
+}
+
+Result<std::vector<ScheduledJob>> Queue::enqueue_due(std::optional<TimePoint> now) {
+  if (!now) {
+    auto db_now = state_->engine->now();
+    if (!db_now) return fail_with(db_now.error());
+    now = *db_now;
+  }
+  auto schedules = state_->engine->list_schedules();
+  if (!schedules) return fail_with(schedules.error());
+  std::vector<ScheduledJob> enqueued;
+  for (const Schedule& schedule : *schedules) {
+    auto spec = detail::ScheduleSpec::parse(schedule.spec);
+    if (!spec) {
+      // Written by hand into the table, or by a newer readpast: skip it, say so.
+      detail::emit(state_->options.logger, LogLevel::kWarn,
+                   "schedule " + schedule.name + " skipped: " + spec.error().message,
+                   {{"schedule", schedule.name}});
+      continue;
+    }
+    auto tick = spec->latest_at_or_before(*now);
+    if (!tick || *tick <= schedule.last_tick.value_or(schedule.created_at)) continue;
+    auto id = state_->engine->enqueue_tick(schedule.name, *tick);
+    if (!id) return fail_with(id.error());
+    if (*id) enqueued.push_back(ScheduledJob{schedule.name, *tick, **id});
+  }
+  return enqueued;
+}
+
+Result<bool> Queue::claim_task(std::string_view task, Duration interval, std::string_view by) {
+  if (task.empty() || task.size() > 256) {
+    return fail_with(Error::invalid_argument("task name must be 1 to 256 bytes long"));
+  }
+  if (auto ok = detail::validate_positive_duration(interval, "task interval"); !ok) {
+    return fail_with(ok.error());
+  }
+  return state_->engine->claim_task(task, interval, by.substr(0, detail::kMaxWorkerIdBytes));
+}
+
+Result<TimePoint> Queue::now() {
+  return state_->engine->now();
+}
+
+Result<std::vector<FinishedCounts>> Queue::finished_since(TimePoint since,
+                                                          std::optional<std::string_view> queue) {
+  if (queue) {
+    if (auto ok = validate_queue_name(*queue); !ok) return fail_with(ok.error());
+  }
+  return state_->engine->finished_since(since, queue);
 }
 
 Result<std::vector<QueueStats>> Queue::stats(std::optional<std::string_view> queue) {

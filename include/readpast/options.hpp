@@ -8,6 +8,9 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "readpast/job.hpp"
 #include "readpast/time.hpp"
@@ -27,16 +30,39 @@ struct Backoff {                            // base <= cap <= 100 years
   Status validate() const;
 };
 
-// Receives the library's log lines; the library itself never prints.
+// How long finished jobs are kept before workers delete them (in small batches, one worker
+// at a time per queue; see Queue::apply_retention and readpast::Worker).
+struct Retention {
+  // Zero deletes a job when it completes, instead of keeping it as succeeded.
+  Duration succeeded = std::chrono::hours(24);  // Default: 24h
+  // nullopt keeps them until purged by hand.
+  std::optional<Duration> cancelled = std::chrono::hours(24 * 7);  // Default: 7 days
+  std::optional<Duration> dead = std::chrono::hours(24 * 7);       // Default: 7 days
+
+  Status validate() const;
+};
+
 enum class LogLevel { kDebug, kInfo, kWarn, kError };
-using Logger = std::function<void(LogLevel, const std::string&)>;
+std::string_view to_string(LogLevel level) noexcept;
+
+// One log event: a line for humans, and the same facts as fields for machines (job_id,
+// queue, attempt, worker, error, ...), which a JSON log format prints one by one.
+struct LogRecord {
+  LogLevel level = LogLevel::kInfo;
+  std::string message;
+  std::vector<std::pair<std::string, std::string>> fields;
+};
+
+// Receives the library's log events; the library itself never prints. Called from the
+// library's threads: it must be safe to call from several threads at once.
+using Logger = std::function<void(const LogRecord&)>;
 
 struct QueueOptions {
   // Payloads larger than this are rejected before anything reaches the database.
   std::size_t max_payload_bytes = 16u << 20;  // Default: 16 MiB
-  // How long succeeded jobs are kept; zero deletes them on completion. Workers remove
-  // older ones in small batches (see Queue::remove_expired_succeeded).
-  Duration succeeded_retention = std::chrono::hours(24);  // Default: 24h
+  // How long finished jobs are kept, and one policy per queue name that overrides it.
+  Retention retention;
+  std::map<std::string, Retention, std::less<>> queue_retention;
   // The default backoff, and one per queue name that overrides it.
   Backoff backoff;
   std::map<std::string, Backoff, std::less<>> queue_backoff;
@@ -60,6 +86,16 @@ struct LeaseRequest {
 struct FailOptions {
   std::optional<Duration> retry_after;
   std::optional<Backoff> backoff;
+  // The job can never succeed: it goes dead now, whatever attempts it has left.
+  bool no_retry = false;  // Default: false
+};
+
+// One item of Queue::fail_batch.
+struct FailRequest {
+  JobId id = 0;
+  LeaseToken token;
+  std::string error;
+  FailOptions options;
 };
 
 // Where a failed job went.
@@ -89,6 +125,42 @@ struct QueueStats {
   std::int64_t cancelled = 0;
   // Age of the oldest available job whose run_at has come; zero when there is none.
   Duration oldest_available_age{0};
+  // Paused queues hand out no jobs (Queue::pause); a paused queue is listed even when it
+  // holds no job.
+  bool paused = false;
+};
+
+// The jobs of a queue that finished recently, for rates: how many reached succeeded or dead
+// since a time (jobs deleted on completion, with a zero retention, are not counted).
+struct FinishedCounts {
+  std::string queue;
+  std::int64_t succeeded = 0;
+  std::int64_t dead = 0;
+};
+
+// A periodic job: at every tick of `spec`, one job with this payload is enqueued — once,
+// however many workers on however many hosts run the schedule (see Queue::enqueue_due).
+struct Schedule {
+  std::string name;   // like a queue name: [A-Za-z0-9][A-Za-z0-9_.-]{0,127}
+  std::string queue;  // where the jobs go
+  // "every DUR" (ticks at multiples of DUR since the Unix epoch, e.g. "every 30s"), or a
+  // cron expression in UTC with 5 fields (minute hour day-of-month month day-of-week) or 6
+  // (seconds first): "*/5 * * * *", "0 30 9 * * mon-fri". See docs/schedules.md.
+  std::string spec;
+  std::string payload;
+  int priority = kDefaultPriority;
+  int max_attempts = kDefaultMaxAttempts;
+  // Read only: when the schedule was created, and its latest tick that was enqueued (the
+  // ticks up to its creation count as done: the first job comes at the next tick).
+  TimePoint created_at{};
+  std::optional<TimePoint> last_tick;
+};
+
+// A job enqueued for a schedule's tick.
+struct ScheduledJob {
+  std::string schedule;
+  TimePoint tick{};
+  JobId id = 0;
 };
 
 }  // namespace readpast

@@ -57,6 +57,8 @@ class Queue {
   // Batch forms: one statement; result[i] tells whether refs[i] still held its lease.
   Result<std::vector<bool>> complete_batch(std::span<const LeasedRef> refs);
   Result<std::vector<bool>> extend_batch(std::span<const LeasedRef> refs, Duration lease_duration);
+  // result[i] is where items[i]'s job went, or nullopt when it no longer held its lease.
+  Result<std::vector<std::optional<FailOutcome>>> fail_batch(std::span<const FailRequest> items);
 
   // Blocks until jobs may have become available in the queue (a NOTIFY on PostgreSQL, a
   // commit by any connection on SQLite) or the timeout passes. Returns true when woken
@@ -77,10 +79,45 @@ class Queue {
   Result<std::int64_t> retry_all(std::string_view queue, JobState state);
   // Deletes succeeded, dead or cancelled jobs; returns how many.
   Result<std::int64_t> purge(const PurgeRequest& request);
-  // Deletes succeeded jobs older than options.succeeded_retention, at most `limit`.
-  Result<std::int64_t> remove_expired_succeeded(std::string_view queue, int limit = 1000);
+  // One round of retention for the queue: deletes at most `limit` jobs of each finished
+  // state that are older than the queue's Retention (options.queue_retention, else
+  // options.retention), each state in its own short statement. Returns how many it deleted:
+  // call again while that is more than zero.
+  Result<std::int64_t> apply_retention(std::string_view queue, int limit = 1000);
 
-  // One entry per queue that has jobs, ordered by name; or just the named queue.
+  // Pausing a queue stops lease() from handing out its jobs (for every client: workers,
+  // the SQL functions, other hosts); running jobs finish normally. Both are idempotent.
+  Status pause(std::string_view queue);
+  Status resume(std::string_view queue);
+
+  // Periodic jobs (see Schedule). add_schedule creates a schedule, or replaces the one of
+  // that name (keeping its last tick, so no tick is enqueued twice); returns true when it
+  // created one.
+  Result<bool> add_schedule(const Schedule& schedule);
+  Result<std::vector<Schedule>> list_schedules();
+  Status remove_schedule(std::string_view name);  // kNotFound when there is none
+  // For each schedule whose latest tick at or before `now` has not been enqueued yet,
+  // enqueues one job for that tick (run_at = the tick) and records the tick, atomically:
+  // of any number of callers racing, on any hosts, exactly one enqueues each tick. Ticks
+  // missed while nobody called are not made up: only the latest one is enqueued. `now`
+  // defaults to the database's clock (tests pass their own).
+  Result<std::vector<ScheduledJob>> enqueue_due(std::optional<TimePoint> now = std::nullopt);
+
+  // Claims a shared maintenance task (e.g. a retention pass) for `interval`: of workers
+  // racing, on any hosts, one gets true per interval, so that they take turns instead of
+  // all doing the same work. `by` names the claimant (e.g. the worker id).
+  Result<bool> claim_task(std::string_view task, Duration interval, std::string_view by);
+
+  // The database's clock.
+  Result<TimePoint> now();
+
+  // How many jobs of each queue (or of the named one) reached succeeded or dead since
+  // `since`: for rates per second in `readpast stats --watch` and metrics.
+  Result<std::vector<FinishedCounts>> finished_since(
+      TimePoint since, std::optional<std::string_view> queue = std::nullopt);
+
+  // One entry per queue that has jobs or is paused, ordered by name; or just the named
+  // queue.
   Result<std::vector<QueueStats>> stats(std::optional<std::string_view> queue = std::nullopt);
   Result<std::vector<Job>> list(const ListRequest& request);
   Result<Job> get(JobId id);  // kNotFound when there is no such job
@@ -96,5 +133,7 @@ class Queue {
 // Validation shared by the API and the command line.
 // Queue names match [A-Za-z0-9][A-Za-z0-9_.-]{0,127}.
 Status validate_queue_name(std::string_view name);
+// Schedule names follow the same rule.
+Status validate_schedule_name(std::string_view name);
 
 }  // namespace readpast

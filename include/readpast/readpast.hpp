@@ -7,3 +7,4 @@
 #include "readpast/queue.hpp"
 #include "readpast/time.hpp"
 #include "readpast/version.hpp"
+#include "readpast/worker.hpp"

@@ -42,7 +42,7 @@ std::string first_word(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string_view arg(argv[i]);
     if (arg == "--") return i + 1 < argc ? argv[i + 1] : "";
-    if (arg == "--db" || arg == "--max-payload") {
+    if (arg == "--db" || arg == "--max-payload" || arg == "--log-format") {
       ++i;
       continue;
     }
@@ -103,12 +103,20 @@ int run_cli(int argc, char** argv) {
       ->type_name("SIZE");
   auto* verbose = app.add_flag("-v,--verbose", global.verbose, "Log more (debug lines)");
   app.add_flag("-q,--quiet", global.quiet, "Log only warnings and errors")->excludes(verbose);
+  app.add_option("--log-format", global.log_format,
+                 "Log lines as text (default) or one JSON object per line, with the event's "
+                 "fields (job_id, queue, attempt, worker, error, ...) as keys")
+      ->type_name("text|json")
+      ->check(CLI::IsMember({"text", "json"}));
 
   std::vector<Command> commands = {
-      add_init_command(app),  add_enqueue_command(app), add_work_command(app),
-      add_stats_command(app), add_list_command(app),    add_show_command(app),
-      add_retry_command(app), add_cancel_command(app),  add_purge_command(app),
+      add_init_command(app),    add_enqueue_command(app), add_work_command(app),
+      add_stats_command(app),   add_list_command(app),    add_show_command(app),
+      add_retry_command(app),   add_cancel_command(app),  add_purge_command(app),
+      add_pause_command(app),   add_resume_command(app),  add_schedule_command(app),
+      add_metrics_command(app),
   };
+  commands.push_back(add_serve_command(app));
 
   try {
     app.parse(argc, argv);
@@ -148,7 +156,8 @@ int run_cli(int argc, char** argv) {
     max_payload = *size;
   }
 
-  Session session(global.db_url, max_payload, global.quiet ? -1 : global.verbose);
+  Session session(global.db_url, max_payload, global.quiet ? -1 : global.verbose,
+                  global.log_format == "json");
   for (auto& command : commands) {
     if (!command.app->parsed()) continue;
     CliStatus status;

@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <optional>
 
@@ -11,6 +14,7 @@
 #include "cli/input.hpp"
 #include "cli/job_text.hpp"
 #include "cli/session.hpp"
+#include "worker/unique_fd.hpp"
 
 namespace readpast::cli {
 namespace {
@@ -29,6 +33,7 @@ struct EnqueueArgs {
   int max_attempts = kDefaultMaxAttempts;
   std::optional<std::string> unique_key;
   bool lines = false;
+  bool stream = false;
 };
 
 // The job every payload gets, with the options checked.
@@ -60,6 +65,7 @@ CliResult<NewJob> job_template(const EnqueueArgs& args) {
   if (args.lines && args.payload) {
     return fail_cli(usage_error("--lines reads the payloads from stdin; give no PAYLOAD"));
   }
+  if (args.stream && !args.lines) return fail_cli(usage_error("--stream goes with --lines"));
   return job;
 }
 
@@ -83,46 +89,116 @@ CliStatus enqueue_one(Session& session, Queue& queue, NewJob job,
   return {};
 }
 
-CliStatus enqueue_lines(Session& session, Queue& queue, const NewJob& prototype) {
-  std::vector<NewJob> batch;
-  std::size_t batch_bytes = 0;
-  std::size_t enqueued = 0;
-  auto flush = [&]() -> CliStatus {
-    if (batch.empty()) return {};
-    auto ids = queue.enqueue_batch(batch);
+// Sends the jobs of --lines in batches; says how many went before a failure.
+class LineBatcher {
+ public:
+  LineBatcher(Session& session, Queue& queue, const NewJob& prototype)
+      : session_(session), queue_(queue), prototype_(prototype) {}
+
+  CliStatus add(std::string&& line) {
+    batch_bytes_ += line.size();
+    NewJob job = prototype_;
+    job.payload = std::move(line);
+    batch_.push_back(std::move(job));
+    if (batch_.size() >= kBatchJobs || batch_bytes_ >= kBatchBytes) return flush();
+    return {};
+  }
+
+  CliStatus flush() {
+    if (batch_.empty()) return {};
+    auto ids = queue_.enqueue_batch(batch_);
     if (!ids) {
       return fail_cli(failure(fmt::format("{} ({} job(s) were enqueued before this batch)",
-                                          ids.error().message, enqueued)));
+                                          ids.error().message, enqueued_)));
     }
     std::string out;
     for (const auto& e : *ids) out += fmt::format("{}\n", e.id);
-    session.console().write_stdout(out);
-    enqueued += batch.size();
-    batch.clear();
-    batch_bytes = 0;
+    session_.console().write_stdout(out);
+    enqueued_ += batch_.size();
+    batch_.clear();
+    batch_bytes_ = 0;
     return {};
-  };
+  }
+
+  std::size_t enqueued() const noexcept { return enqueued_; }
+
+ private:
+  Session& session_;
+  Queue& queue_;
+  const NewJob& prototype_;
+  std::vector<NewJob> batch_;
+  std::size_t batch_bytes_ = 0;
+  std::size_t enqueued_ = 0;
+};
+
+struct FileCloser {
+  void operator()(std::FILE* file) const noexcept { std::fclose(file); }
+};
+
+// --lines: every line is read and checked first, into an unnamed temporary file (memory
+// stays bounded however long the input is); only when all are good are they enqueued. A
+// line over the limit enqueues nothing at all.
+CliStatus enqueue_lines(Session& session, Queue& queue, const NewJob& prototype) {
+  std::unique_ptr<std::FILE, FileCloser> spool(std::tmpfile());
+  if (!spool) {
+    return fail_cli(failure(worker::errno_message("cannot create a temporary file", errno)));
+  }
   if (::isatty(0) == 1) {
     session.log().info("reading one payload per line from stdin; end with Ctrl-D");
   }
-  auto read = read_stdin_lines(session.max_payload_bytes(),
-                               [&](std::string&& line, std::size_t) -> CliStatus {
-                                 batch_bytes += line.size();
-                                 NewJob job = prototype;
-                                 job.payload = std::move(line);
-                                 batch.push_back(std::move(job));
-                                 if (batch.size() >= kBatchJobs || batch_bytes >= kBatchBytes)
-                                   return flush();
-                                 return {};
-                               });
+  std::size_t lines = 0;
+  auto read = read_stdin_lines(
+      session.max_payload_bytes(), [&](std::string&& line, std::size_t) -> CliStatus {
+        const std::uint64_t size = line.size();
+        if (std::fwrite(&size, sizeof size, 1, spool.get()) != 1 ||
+            std::fwrite(line.data(), 1, line.size(), spool.get()) != line.size()) {
+          return fail_cli(failure(worker::errno_message("cannot write the temporary file", errno)));
+        }
+        ++lines;
+        return {};
+      });
   if (!read) {
     auto error = read.error();
-    if (enqueued > 0 && error.message.find("were enqueued") == std::string::npos) {
-      error.message += fmt::format(" ({} job(s) were enqueued before it)", enqueued);
+    error.message += "; nothing was enqueued";
+    return fail_cli(error);
+  }
+  std::rewind(spool.get());
+  LineBatcher batcher(session, queue, prototype);
+  for (std::size_t i = 0; i < lines; ++i) {
+    std::uint64_t size = 0;
+    std::string line;
+    if (std::fread(&size, sizeof size, 1, spool.get()) == 1) {
+      line.resize(size);
+      if (size > 0 && std::fread(line.data(), 1, size, spool.get()) != size) size = ~0ULL;
+    } else {
+      size = ~0ULL;
+    }
+    if (size == ~0ULL) {
+      return fail_cli(
+          failure(fmt::format("cannot read back the temporary file ({} job(s) were "
+                              "enqueued before)",
+                              batcher.enqueued())));
+    }
+    if (auto ok = batcher.add(std::move(line)); !ok) return ok;
+  }
+  return batcher.flush();
+}
+
+// --lines --stream: batches are sent as lines arrive (for a producer that never ends); a
+// line over the limit stops it, after what was sent before.
+CliStatus stream_lines(Session& session, Queue& queue, const NewJob& prototype) {
+  LineBatcher batcher(session, queue, prototype);
+  auto read = read_stdin_lines(
+      session.max_payload_bytes(),
+      [&](std::string&& line, std::size_t) -> CliStatus { return batcher.add(std::move(line)); });
+  if (!read) {
+    auto error = read.error();
+    if (error.message.find("were enqueued") == std::string::npos) {
+      error.message += fmt::format(" ({} job(s) were enqueued before it)", batcher.enqueued());
     }
     return fail_cli(error);
   }
-  return flush();
+  return batcher.flush();
 }
 
 }  // namespace
@@ -133,8 +209,11 @@ Command add_enqueue_command(CLI::App& parent) {
       parent, "enqueue", "Add a job to a queue and print its id",
       "Add a job to QUEUE and print its id. The payload is PAYLOAD, or stdin when PAYLOAD is "
       "'-' or absent (bytes: NUL and invalid UTF-8 allowed). A payload that starts with '-' "
-      "goes after '--'. With --lines, every non-empty line of stdin is a job (sent in "
-      "batches of 1000) and the ids are printed one per line, in input order.");
+      "goes after '--'. With --lines, every non-empty line of stdin is a job and the ids are "
+      "printed one per line, in input order: all lines are read and checked first, and a "
+      "line over the payload limit enqueues nothing; then they are sent in batches of 1000. "
+      "With --lines --stream, batches are sent as the lines arrive (for a producer that "
+      "does not end), and a bad line stops it after what was sent.");
   app->add_option("QUEUE", args->queue, "Queue name: [A-Za-z0-9][A-Za-z0-9_.-]{0,127}")->required();
   app->add_option("PAYLOAD", args->payload, "The payload, or '-' for stdin (the default)");
   app->add_option("--priority", args->priority, "Smaller runs sooner (default: 100)")
@@ -153,12 +232,15 @@ Command add_enqueue_command(CLI::App& parent) {
                   "print that job's id")
       ->type_name("KEY");
   app->add_flag("--lines", args->lines, "One payload per line of stdin; empty lines are skipped");
+  app->add_flag("--stream", args->stream,
+                "With --lines: send batches as lines arrive instead of after the end of input");
 
   return {app, [args](Session& session) -> CliStatus {
             auto prototype = job_template(*args);
             if (!prototype) return fail_cli(prototype.error());
             auto queue = session.open();
             if (!queue) return fail_cli(queue.error());
+            if (args->stream) return stream_lines(session, *queue, *prototype);
             if (args->lines) return enqueue_lines(session, *queue, *prototype);
             return enqueue_one(session, *queue, std::move(*prototype), args->payload);
           }};

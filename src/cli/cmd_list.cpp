@@ -7,10 +7,10 @@
 #include <optional>
 
 #include "cli/arguments.hpp"
-#include "cli/job_json.hpp"
 #include "cli/job_text.hpp"
 #include "cli/output_table.hpp"
 #include "cli/session.hpp"
+#include "json/job_json.hpp"
 
 namespace readpast::cli {
 namespace {
@@ -46,8 +46,8 @@ CliStatus list(Session& session, const ListArgs& args) {
 
   if (args.json) {
     auto array = nlohmann::ordered_json::array();
-    for (const auto& job : *jobs) array.push_back(job_to_json(job));
-    session.console().write_stdout(dump_json(array));
+    for (const auto& job : *jobs) array.push_back(json::job_to_json(job));
+    session.console().write_stdout(json::dump_json(array));
     return {};
   }
   using Align = Table::Align;

@@ -7,6 +7,7 @@
 
 #include "cli/arguments.hpp"
 #include "cli/job_changes.hpp"
+#include "cli/job_text.hpp"
 #include "cli/session.hpp"
 
 namespace readpast::cli {
@@ -48,8 +49,17 @@ CliStatus retry(Session& session, const RetryArgs& args) {
   std::vector<JobId> ids = unique_ids(args.ids);
   auto retried = queue->retry(ids);
   if (!retried) return fail_cli(failure(retried.error()));
-  return report_changes(session, *queue, "retried", ids, *retried,
-                        "only dead or cancelled jobs can be retried");
+  return report_changes(
+      session, *queue, "retried", ids, *retried, "only dead or cancelled jobs can be retried",
+      [](const Job& job) -> std::optional<std::string> {
+        if (!is_finished(job.state) || job.state == JobState::kSucceeded || !job.unique_key) {
+          return std::nullopt;
+        }
+        return fmt::format(
+            "its unique key '{}' is held by a live job of queue {} (or by "
+            "another of the jobs retried with it)",
+            escape_for_terminal(*job.unique_key, 64), job.queue);
+      });
 }
 
 }  // namespace
@@ -60,7 +70,10 @@ Command add_retry_command(CLI::App& parent) {
       parent, "retry", "Put dead or cancelled jobs back to available",
       "Put dead or cancelled jobs back to available, to run now with attempts reset to 0: "
       "the jobs ID..., or every job of --queue in --state (default: dead). Exits 1 when a "
-      "given job does not exist or is in another state (the others are retried).");
+      "given job does not exist or is in another state (the others are retried). A job "
+      "whose unique key a live job of its queue holds stays where it is (retrying it would "
+      "give the key to two live jobs); so do all but the oldest of several retried jobs "
+      "that share a key.");
   auto* ids = app->add_option("ID", args->ids, "Job ids");
   auto* queue =
       app->add_option("--queue", args->queue, "Every job of this queue...")->type_name("QUEUE");

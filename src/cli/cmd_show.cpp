@@ -3,9 +3,9 @@
 #include <chrono>
 #include <memory>
 
-#include "cli/job_json.hpp"
 #include "cli/job_text.hpp"
 #include "cli/session.hpp"
+#include "json/job_json.hpp"
 
 namespace readpast::cli {
 namespace {
@@ -21,7 +21,7 @@ CliStatus show(Session& session, const ShowArgs& args) {
   auto job = queue->get(args.id);
   if (!job) return fail_cli(failure(job.error()));
   if (args.json) {
-    session.console().write_stdout(dump_json(job_to_json(*job)));
+    session.console().write_stdout(json::dump_json(json::job_to_json(*job)));
     return {};
   }
   const auto now = std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now());

@@ -11,17 +11,16 @@
 #include "cli/job_text.hpp"
 #include "cli/progress.hpp"
 #include "cli/session.hpp"
-#include "cli/signal_watcher.hpp"
+#include "readpast/worker.hpp"
 #include "worker/exec_handler.hpp"
-#include "worker/runtime.hpp"
 
 namespace readpast::cli {
 namespace {
 
 constexpr int kMaxConcurrency = 1024;
 constexpr auto kMinLease = std::chrono::seconds(1);
-// Leaves room for the "/slotN" suffix within the library's limit on leased_by.
-constexpr std::size_t kMaxWorkerIdBytes = 200;
+// The library's limit on leased_by.
+constexpr std::size_t kMaxWorkerIdBytes = 256;
 
 struct WorkArgs {
   std::string queue;
@@ -34,44 +33,50 @@ struct WorkArgs {
   std::optional<std::string> worker_id;
   std::optional<std::string> backoff_base;
   std::optional<std::string> backoff_cap;
+  std::optional<std::string> retain_succeeded;
+  std::optional<std::string> retain_cancelled;
+  std::optional<std::string> retain_dead;
+  bool no_schedules = false;
   bool no_progress = false;
 };
 
-std::string default_worker_id() {
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') {
-    std::snprintf(host, sizeof host, "localhost");
-  }
-  return fmt::format("{}/{}", host, ::getpid());
-}
-
+// What the command line asks of the Worker and of the Queue it works on.
 struct WorkPlan {
-  worker::RuntimeOptions runtime;
-  std::optional<Backoff> backoff;
+  WorkerOptions worker;
+  QueueConfig config;
+  QueueOptions queue;
 };
+
+// DUR, or "forever" (nullopt: kept until purged by hand).
+CliResult<std::optional<Duration>> parse_retention_arg(std::string_view option,
+                                                       std::string_view text) {
+  if (text == "forever") return std::optional<Duration>{};
+  auto d = parse_duration_arg(option, text);
+  if (!d) return fail_cli(d.error());
+  return std::optional<Duration>(*d);
+}
 
 CliResult<WorkPlan> plan(const WorkArgs& args) {
   WorkPlan plan;
-  worker::RuntimeOptions& o = plan.runtime;
   if (auto ok = check_queue_name(args.queue); !ok) return fail_cli(ok.error());
-  o.queue = args.queue;
   if (args.command.empty()) return fail_cli(usage_error("--exec: the command is empty"));
-  o.concurrency = args.concurrency;
+  plan.config.concurrency = args.concurrency;
   auto lease = parse_duration_arg("--lease", args.lease);
   if (!lease) return fail_cli(lease.error());
   if (*lease < kMinLease) return fail_cli(usage_error("--lease: must be at least 1s"));
-  o.lease_duration = *lease;
+  plan.worker.lease_duration = *lease;
   if (args.timeout) {
     auto timeout = parse_positive_duration_arg("--timeout", *args.timeout);
     if (!timeout) return fail_cli(timeout.error());
-    o.timeout = *timeout;
+    plan.config.timeout = *timeout;
   }
   auto grace = parse_duration_arg("--grace", args.grace);
   if (!grace) return fail_cli(grace.error());
-  o.grace = *grace;
-  o.drain = args.drain;
-  o.worker_id = args.worker_id ? *args.worker_id : default_worker_id();
-  if (o.worker_id.empty() || o.worker_id.size() > kMaxWorkerIdBytes) {
+  plan.worker.grace = *grace;
+  plan.worker.drain = args.drain;
+  plan.worker.run_schedules = !args.no_schedules;
+  plan.worker.worker_id = args.worker_id ? *args.worker_id : default_worker_id();
+  if (plan.worker.worker_id.empty() || plan.worker.worker_id.size() > kMaxWorkerIdBytes) {
     return fail_cli(
         usage_error(fmt::format("--worker-id: must be 1 to {} bytes long", kMaxWorkerIdBytes)));
   }
@@ -93,7 +98,23 @@ CliResult<WorkPlan> plan(const WorkArgs& args) {
       }
       backoff.cap = backoff.base;
     }
-    plan.backoff = backoff;
+    plan.config.backoff = backoff;
+  }
+  Retention& retention = plan.queue.retention;
+  if (args.retain_succeeded) {
+    auto d = parse_duration_arg("--retain-succeeded", *args.retain_succeeded);
+    if (!d) return fail_cli(d.error());
+    retention.succeeded = *d;
+  }
+  if (args.retain_cancelled) {
+    auto d = parse_retention_arg("--retain-cancelled", *args.retain_cancelled);
+    if (!d) return fail_cli(d.error());
+    retention.cancelled = *d;
+  }
+  if (args.retain_dead) {
+    auto d = parse_retention_arg("--retain-dead", *args.retain_dead);
+    if (!d) return fail_cli(d.error());
+    retention.dead = *d;
   }
   return plan;
 }
@@ -110,12 +131,10 @@ CliStatus work(Session& session, const WorkArgs& args) {
   // reads their exit status.
   ::signal(SIGCHLD, SIG_DFL);
   // Before any thread exists, so that every thread inherits the blocked signals.
-  SignalWatcher signals;
-  if (auto ok = signals.status(); !ok) return ok;
+  ShutdownSignals signals;
+  if (auto ok = signals.status(); !ok) return fail_cli(failure(ok.error()));
 
-  QueueOptions queue_options;
-  if (planned->backoff) queue_options.backoff = *planned->backoff;
-  auto queue = session.open(std::move(queue_options));
+  auto queue = session.open(std::move(planned->queue));
   if (!queue) return fail_cli(queue.error());
 
   Console& console = session.console();
@@ -126,25 +145,29 @@ CliStatus work(Session& session, const WorkArgs& args) {
   exec.stdout_sink = [&console](std::string_view bytes) { console.write_stdout(bytes); };
   exec.stderr_sink = [&console](std::string_view bytes) { console.write_stderr(bytes); };
 
-  worker::RuntimeOptions runtime_options = std::move(planned->runtime);
-  runtime_options.logger = session.library_logger();
-  const std::string worker_id = runtime_options.worker_id;
-  const int slots = runtime_options.concurrency;
-  worker::Runtime runtime(*queue, std::move(runtime_options), worker::ExecHandler(std::move(exec)));
-
-  session.log().info("worker {} on queue {} of {}: {} slot(s), running: {}", worker_id, args.queue,
-                     session.printable_db_url(), slots, escape_for_terminal(args.command, 200));
-  signals.start([&runtime](int) { runtime.request_stop(); });
-  std::optional<ProgressLine> progress;
-  if (!args.no_progress && console.stderr_is_terminal()) {
-    progress.emplace(console, [&runtime] { return runtime.counters(); });
+  WorkerOptions worker_options = std::move(planned->worker);
+  worker_options.logger = session.library_logger();
+  const std::string worker_id = worker_options.worker_id;
+  Worker worker(*queue, std::move(worker_options));
+  if (auto ok = worker.handle(args.queue, worker::ExecHandler(std::move(exec)), planned->config);
+      !ok) {
+    return fail_cli(usage_error(ok.error().message));
   }
 
-  Status result = runtime.run();
+  session.log().info("worker {} on queue {} of {}: {} at once, running: {}", worker_id, args.queue,
+                     session.printable_db_url(), args.concurrency,
+                     escape_for_terminal(args.command, 200));
+  signals.on_signal([&worker](int) { worker.stop(); });
+  std::optional<ProgressLine> progress;
+  if (!args.no_progress && console.stderr_is_terminal()) {
+    progress.emplace(console, [&worker] { return worker.counters(); });
+  }
+
+  Status result = worker.run();
 
   progress.reset();
-  signals.stop();
-  auto totals = runtime.counters();
+  signals.on_signal(nullptr);
+  auto totals = worker.counters();
   session.log().info("stopped: {} done, {} failed ({} dead), {} released, {} lost",
                      totals.succeeded, totals.failed, totals.dead, totals.released, totals.lost);
   if (!result) return fail_cli(failure(result.error()));
@@ -165,7 +188,9 @@ Command add_work_command(CLI::App& parent) {
       "attempts are spent, then it is dead. Leases are extended while commands run; a job "
       "cancelled meanwhile has its command killed. SIGTERM/SIGINT: stop leasing, let "
       "running commands finish within --grace, then kill them and release their jobs (no "
-      "attempt spent) and exit 0; a second signal skips the grace period.");
+      "attempt spent) and exit 0; a second signal skips the grace period. The worker also "
+      "enqueues the ticks of periodic schedules (see 'readpast schedule') and, taking turns "
+      "with other workers, deletes finished jobs of QUEUE past their retention.");
   app->add_option("QUEUE", args->queue, "Queue to work on")->required();
   app->add_option("--exec", args->command, "Shell command to run for each job")
       ->required()
@@ -185,14 +210,24 @@ Command add_work_command(CLI::App& parent) {
   app->add_flag("--drain", args->drain,
                 "Exit once the queue holds no available (even scheduled or retrying) and no "
                 "running job");
-  app->add_option("--worker-id", args->worker_id,
-                  "Name in leased_by, with '/slotN' appended (default: HOST/PID)")
+  app->add_option("--worker-id", args->worker_id, "Name in leased_by (default: HOST/PID)")
       ->type_name("ID");
   app->add_option("--backoff-base", args->backoff_base,
                   "Delay before the first retry, doubling each time (default: 1s)")
       ->type_name("DUR");
   app->add_option("--backoff-cap", args->backoff_cap, "Longest delay between retries (default: 1h)")
       ->type_name("DUR");
+  app->add_option("--retain-succeeded", args->retain_succeeded,
+                  "How long succeeded jobs are kept; 0 deletes them on completion (default: 24h)")
+      ->type_name("DUR");
+  app->add_option("--retain-cancelled", args->retain_cancelled,
+                  "How long cancelled jobs are kept, or 'forever' (default: 7d)")
+      ->type_name("DUR");
+  app->add_option("--retain-dead", args->retain_dead,
+                  "How long dead jobs are kept, or 'forever' (default: 7d)")
+      ->type_name("DUR");
+  app->add_flag("--no-schedules", args->no_schedules,
+                "Do not enqueue the ticks of periodic schedules in this worker");
   app->add_flag("--no-progress", args->no_progress,
                 "No live progress line (shown only when stderr is a terminal)");
   return {app, [args](Session& session) { return work(session, *args); }};

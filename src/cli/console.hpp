@@ -22,6 +22,7 @@ class Console {
   ~Console();  // erases the progress line
 
   bool stderr_is_terminal() const noexcept { return stderr_is_terminal_; }
+  bool stdout_is_terminal() const noexcept { return stdout_is_terminal_; }
 
   void write_stdout(std::string_view bytes);
   void write_stderr(std::string_view bytes);

@@ -14,7 +14,8 @@ std::vector<JobId> unique_ids(std::vector<JobId> ids) {
 
 CliStatus report_changes(Session& session, Queue& queue, std::string_view verb,
                          const std::vector<JobId>& requested, const std::vector<JobId>& changed,
-                         std::string_view rule) {
+                         std::string_view rule,
+                         const std::function<std::optional<std::string>(const Job&)>& explain) {
   std::vector<JobId> done = unique_ids(changed);
   if (!done.empty()) {
     session.console().write_stdout(
@@ -28,6 +29,8 @@ CliStatus report_changes(Session& session, Queue& queue, std::string_view verb,
       reasons.push_back(fmt::format("no job with id {}", id));
     } else if (!job) {
       return fail_cli(failure(job.error()));
+    } else if (auto why = explain ? explain(*job) : std::nullopt) {
+      reasons.push_back(fmt::format("job {} not {}: {}", id, verb, *why));
     } else {
       reasons.push_back(
           fmt::format("job {} not {}: it is {} ({})", id, verb, to_string(job->state), rule));

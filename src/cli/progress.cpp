@@ -15,7 +15,7 @@ constexpr auto kRateWindow = std::chrono::seconds(5);
 
 }  // namespace
 
-std::string format_progress(const worker::RuntimeCounters& c, double rate) {
+std::string format_progress(const WorkerCounters& c, double rate) {
   std::string line = fmt::format("{} done, {} failed", c.succeeded, c.failed);
   if (c.dead > 0) line += fmt::format(" ({} dead)", c.dead);
   line += fmt::format(", {} running, {:.1f} jobs/s", c.running, rate);
@@ -24,7 +24,7 @@ std::string format_progress(const worker::RuntimeCounters& c, double rate) {
   return line;
 }
 
-ProgressLine::ProgressLine(Console& console, std::function<worker::RuntimeCounters()> read)
+ProgressLine::ProgressLine(Console& console, std::function<WorkerCounters()> read)
     : console_(console), read_(std::move(read)) {
   console_.enable_status();
   if (!console_.stderr_is_terminal()) return;

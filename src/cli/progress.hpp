@@ -12,13 +12,13 @@
 #include <thread>
 
 #include "cli/console.hpp"
-#include "worker/runtime.hpp"
+#include "readpast/worker.hpp"
 
 namespace readpast::cli {
 
 class ProgressLine {
  public:
-  ProgressLine(Console& console, std::function<worker::RuntimeCounters()> read);
+  ProgressLine(Console& console, std::function<WorkerCounters()> read);
   ~ProgressLine();  // stops drawing and erases the line
   ProgressLine(const ProgressLine&) = delete;
   ProgressLine& operator=(const ProgressLine&) = delete;
@@ -28,7 +28,7 @@ class ProgressLine {
 
   // Constant after construction.
   Console& console_;
-  std::function<worker::RuntimeCounters()> read_;
+  std::function<WorkerCounters()> read_;
 
   std::mutex mu_;                   // only for waiting on cv_
   std::condition_variable_any cv_;  // woken by the jthread's stop request
@@ -36,6 +36,6 @@ class ProgressLine {
 };
 
 // "12 done, 1 failed, 4 running, 35.2 jobs/s"
-std::string format_progress(const worker::RuntimeCounters& counters, double rate);
+std::string format_progress(const WorkerCounters& counters, double rate);
 
 }  // namespace readpast::cli

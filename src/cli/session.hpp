@@ -14,6 +14,7 @@
 
 #include "cli/cli_error.hpp"
 #include "cli/console.hpp"
+#include "cli/logging.hpp"
 #include "readpast/queue.hpp"
 
 namespace CLI {
@@ -26,16 +27,17 @@ inline constexpr std::string_view kDefaultDatabaseUrl = "sqlite:readpast.db";
 
 // The global options as written on the command line.
 struct GlobalOptions {
-  std::string db_url;       // --db, else READPAST_DB, else kDefaultDatabaseUrl
-  std::string max_payload;  // --max-payload; empty: the library's default
-  int verbose = 0;          // -v
-  bool quiet = false;       // -q
+  std::string db_url;               // --db, else READPAST_DB, else kDefaultDatabaseUrl
+  std::string max_payload;          // --max-payload; empty: the library's default
+  int verbose = 0;                  // -v
+  bool quiet = false;               // -q
+  std::string log_format = "text";  // --log-format text|json
 };
 
 class Session {
  public:
   // REQUIRES: db_url has been checked (check_database_url).
-  Session(std::string db_url, std::size_t max_payload_bytes, int verbosity);
+  Session(std::string db_url, std::size_t max_payload_bytes, int verbosity, bool json_logs);
 
   const std::string& db_url() const noexcept { return db_url_; }
   // The URL with any password replaced by "***": the only form that may be printed.
@@ -49,14 +51,15 @@ class Session {
 
   // Opens the database with the logger and payload limit filled in. A missing database
   // file or schema is a failure (exit 1) that says to run `readpast init`.
-  CliResult<Queue> open(QueueOptions options = {}) const;
-  // The library's logger, forwarding to log().
-  Logger library_logger() const;
+  CliResult<Queue> open(QueueOptions options = {});
+  // The library's logger, forwarding to log() (or, for JSON logs, to the console).
+  Logger library_logger();
 
  private:
   std::string db_url_;
   std::size_t max_payload_bytes_;
   int verbosity_;
+  LogStyle style_;
   Console console_;
   std::shared_ptr<spdlog::logger> logger_;
 };
@@ -82,6 +85,11 @@ Command add_show_command(CLI::App& parent);
 Command add_retry_command(CLI::App& parent);
 Command add_cancel_command(CLI::App& parent);
 Command add_purge_command(CLI::App& parent);
+Command add_pause_command(CLI::App& parent);
+Command add_resume_command(CLI::App& parent);
+Command add_schedule_command(CLI::App& parent);
+Command add_metrics_command(CLI::App& parent);
+Command add_serve_command(CLI::App& parent);
 
 // The whole program: parses argv, runs the command, prints "readpast: <reason>" on
 // failure. Returns the exit code.

@@ -28,4 +28,22 @@ Status Backoff::validate() const {
   return {};
 }
 
+Status Retention::validate() const {
+  auto check = [](Duration d, std::string_view what) -> Status {
+    if (d < Duration::zero() || d > kMaxDuration) {
+      return fail_with(Error::invalid_argument("retention of " + std::string(what) +
+                                               " jobs must be between 0 and 100 years"));
+    }
+    return {};
+  };
+  if (auto ok = check(succeeded, "succeeded"); !ok) return ok;
+  if (cancelled) {
+    if (auto ok = check(*cancelled, "cancelled"); !ok) return ok;
+  }
+  if (dead) {
+    if (auto ok = check(*dead, "dead"); !ok) return ok;
+  }
+  return {};
+}
+
 }  // namespace readpast

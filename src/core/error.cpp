@@ -1,5 +1,7 @@
 #include "readpast/error.hpp"
 
+#include "readpast/options.hpp"
+
 namespace readpast {
 
 std::string_view to_string(ErrorCode code) noexcept {
@@ -20,6 +22,20 @@ std::string_view to_string(ErrorCode code) noexcept {
       return "internal";
   }
   return "internal";
+}
+
+std::string_view to_string(LogLevel level) noexcept {
+  switch (level) {
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarn:
+      return "warning";
+    case LogLevel::kError:
+      return "error";
+  }
+  return "info";
 }
 
 }  // namespace readpast

@@ -1,6 +1,7 @@
 #include "readpast/time.hpp"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -54,8 +55,20 @@ Result<Duration> parse_duration(std::string_view text) {
       seen_dot = seen_dot || text[pos] == '.';
       ++pos;
     }
-    std::string number(text.substr(start, pos - start));
+    const std::string_view number = text.substr(start, pos - start);
     if (number.empty() || number == ".") {
+      return fail_with(bad_duration(text, "expected a number"));
+    }
+    // from_chars, not stod: a number of hundreds of digits must be an error, not an
+    // exception (out of range). One that small is zero; one that large is too long.
+    double value = 0;
+    const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (ec == std::errc::result_out_of_range) {
+      if (number.substr(0, number.find('.')).find_first_not_of('0') != std::string_view::npos) {
+        return fail_with(bad_duration(text, "too long"));
+      }
+      value = 0;
+    } else if (ec != std::errc() || end != number.data() + number.size()) {
       return fail_with(bad_duration(text, "expected a number"));
     }
     std::size_t unit_start = pos;
@@ -64,7 +77,7 @@ Result<Duration> parse_duration(std::string_view text) {
     if (unit.empty()) return fail_with(bad_duration(text, "a unit is missing"));
     double per_unit = unit_micros(unit);
     if (per_unit == 0) return fail_with(bad_duration(text, "unknown unit"));
-    total_micros += std::stod(number) * per_unit;
+    total_micros += value * per_unit;
     if (total_micros > static_cast<double>(kMaxDuration.count()))
       return fail_with(bad_duration(text, "too long"));
   }
@@ -148,6 +161,10 @@ Result<TimePoint> parse_time(std::string_view text) {
   if (!ymd.ok()) return bad();
   TimePoint t = time_point_cast<microseconds>(sys_days(ymd)) + hours(hour) + minutes(minute) +
                 seconds(second) + microseconds(micros) - offset;
+  // An offset can carry 9999-12-31 into the year 10000 (or 0000-01-01 into -1) in UTC,
+  // which format_time could not write back as RFC 3339.
+  const year_month_day utc{floor<days>(t)};
+  if (utc.year() < std::chrono::year(0) || utc.year() > std::chrono::year(9999)) return bad();
   return t;
 }
 

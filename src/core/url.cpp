@@ -31,7 +31,9 @@ bool parse_query(std::string_view query, std::map<std::string, std::string, std:
 Result<DatabaseUrl> parse_sqlite(std::string_view url) {
   DatabaseUrl parsed;
   parsed.kind = EngineKind::kSqlite;
-  parsed.redacted = std::string(url);
+  // SQLite takes no password, but a URL may carry one by mistake ("?password=...",
+  // "sqlite://user:pw@..."): it is echoed in errors, so redact it like any other.
+  parsed.redacted = redact_url(url);
   std::string_view rest = url.substr(kSqliteScheme.size());
   // Accept sqlite://PATH too, as many tools write it: sqlite:///abs and sqlite://rel.
   if (rest.starts_with("//")) rest.remove_prefix(2);
@@ -56,8 +58,8 @@ Result<DatabaseUrl> parse_sqlite(std::string_view url) {
   return parsed;
 }
 
-// Takes readpast's own "schema" parameter out of a postgresql:// URI, so libpq, which
-// rejects parameters it does not know, never sees it.
+// Takes readpast's own parameters ("schema", "reply_timeout") out of a postgresql:// URI,
+// so libpq, which rejects parameters it does not know, never sees them.
 std::string extract_uri_params(std::string_view uri,
                                std::map<std::string, std::string, std::less<>>& params) {
   auto question = uri.find('?');
@@ -68,8 +70,9 @@ std::string extract_uri_params(std::string_view uri,
     auto amp = query.find('&');
     auto item = query.substr(0, amp);
     auto eq = item.find('=');
-    if (eq != std::string_view::npos && item.substr(0, eq) == "schema") {
-      params.emplace("schema", std::string(item.substr(eq + 1)));
+    const std::string_view key = item.substr(0, eq);
+    if (eq != std::string_view::npos && (key == "schema" || key == "reply_timeout")) {
+      params.emplace(std::string(key), std::string(item.substr(eq + 1)));
     } else if (!item.empty()) {
       kept += kept.empty() ? "" : "&";
       kept += item;

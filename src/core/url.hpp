@@ -21,7 +21,7 @@ struct DatabaseUrl {
   std::string sqlite_path;
   std::map<std::string, std::string, std::less<>> params;
   // PostgreSQL: the connection string for libpq, as given (URI or key=value keywords),
-  // less readpast's own parameters (which land in params, e.g. "schema").
+  // less readpast's own parameters (which land in params: "schema", "reply_timeout").
   std::string postgres_conninfo;
   // The URL with any password replaced by "***": the only form that may be printed.
   std::string redacted;

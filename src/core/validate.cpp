@@ -6,9 +6,11 @@
 
 namespace readpast {
 
-Status validate_queue_name(std::string_view name) {
-  // [A-Za-z0-9][A-Za-z0-9_.-]{0,127}; the message never echoes more than 64 bytes of the
-  // name, so a 10,000-byte name gives a one-line error.
+namespace {
+
+// [A-Za-z0-9][A-Za-z0-9_.-]{0,127}; the message never echoes more than 64 bytes of the
+// name, so a 10,000-byte name gives a one-line error.
+Status validate_name(std::string_view name, std::string_view kind) {
   auto is_alnum = [](char c) {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
   };
@@ -18,9 +20,12 @@ Status validate_queue_name(std::string_view name) {
       shown += (c >= 0x20 && c < 0x7f) ? std::string(1, c) : std::string("?");
     }
     if (name.size() > 64) shown += "...";
-    return "invalid queue name '" + shown + "': ";
+    return "invalid " + std::string(kind) + " name '" + shown + "': ";
   };
-  if (name.empty()) return fail_with(Error::invalid_argument("invalid queue name: it is empty"));
+  if (name.empty()) {
+    return fail_with(
+        Error::invalid_argument("invalid " + std::string(kind) + " name: it is empty"));
+  }
   if (name.size() > 128) {
     return fail_with(Error::invalid_argument(describe() + "longer than 128 characters"));
   }
@@ -34,6 +39,16 @@ Status validate_queue_name(std::string_view name) {
     }
   }
   return {};
+}
+
+}  // namespace
+
+Status validate_queue_name(std::string_view name) {
+  return validate_name(name, "queue");
+}
+
+Status validate_schedule_name(std::string_view name) {
+  return validate_name(name, "schedule");
 }
 
 namespace detail {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/schedule_spec.hpp"
 #include "readpast/error.hpp"
 #include "readpast/job.hpp"
 #include "readpast/options.hpp"
@@ -31,6 +32,7 @@ struct FailItem {
   Duration backoff_base{0};
   Duration backoff_cap{0};
   double backoff_factor = 1.0;  // in [1 - jitter, 1], drawn by Queue
+  bool no_retry = false;        // dead now, whatever attempts are left
 };
 
 // The counter of QueueStats that holds jobs in `state`: how engines fill in stats rows.
@@ -82,6 +84,27 @@ class Engine {
   virtual Result<std::vector<QueueStats>> stats(std::optional<std::string_view> queue) = 0;
   virtual Result<std::vector<Job>> list(const ListRequest& request) = 0;
   virtual Result<std::optional<Job>> get(JobId id) = 0;
+  virtual Result<std::vector<FinishedCounts>> finished_since(
+      TimePoint since, std::optional<std::string_view> queue) = 0;
+
+  // Pausing is idempotent; resuming a paused queue wakes its waiting workers.
+  virtual Status set_paused(std::string_view queue, bool paused) = 0;
+
+  // Creates the schedule (created_at = now, no tick yet) or replaces the definition of the
+  // one of that name, keeping its created_at and last tick; true when it created one.
+  virtual Result<bool> upsert_schedule(const Schedule& schedule) = 0;
+  virtual Result<std::vector<Schedule>> list_schedules() = 0;
+  virtual Result<bool> delete_schedule(std::string_view name) = 0;  // false: no such schedule
+  // Atomically: if the schedule's latest recorded tick (or, before its first, its
+  // created_at) is earlier than `tick`, records `tick` and enqueues its job with run_at =
+  // tick; returns the job's id. nullopt when the tick was already taken (or the schedule is
+  // gone).
+  virtual Result<std::optional<JobId>> enqueue_tick(std::string_view name, TimePoint tick) = 0;
+
+  // See Queue::claim_task.
+  virtual Result<bool> claim_task(std::string_view task, Duration interval,
+                                  std::string_view by) = 0;
+  virtual Result<TimePoint> now() = 0;
 };
 
 }  // namespace readpast::detail

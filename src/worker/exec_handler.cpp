@@ -124,13 +124,13 @@ std::vector<std::string> ExecHandler::environment_for(const Job& job) const {
   return env;
 }
 
-HandlerOutcome ExecHandler::operator()(JobContext& context) const {
-  if (context.stop.stop_requested()) return HandlerOutcome::aborted();
+JobResult ExecHandler::operator()(const Job& job, std::stop_token stop) const {
+  if (stop.stop_requested()) return JobResult::failure("stopped before it started");
 
   // Wakes the poll loop below when the stop token fires (from another thread).
   UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!wake) return HandlerOutcome::failed(errno_message("cannot run command: eventfd", errno));
-  std::stop_callback on_stop(context.stop, [fd = wake.get()] {
+  if (!wake) return JobResult::failure(errno_message("cannot run command: eventfd", errno));
+  std::stop_callback on_stop(stop, [fd = wake.get()] {
     std::uint64_t one = 1;
     (void)::write(fd, &one, sizeof one);
   });
@@ -142,12 +142,12 @@ HandlerOutcome ExecHandler::operator()(JobContext& context) const {
     const Error& e = !stdin_pipe    ? stdin_pipe.error()
                      : !stdout_pipe ? stdout_pipe.error()
                                     : stderr_pipe.error();
-    return HandlerOutcome::failed("cannot run command: " + e.message);
+    return JobResult::failure("cannot run command: " + e.message);
   }
   auto child = ChildProcess::spawn(SpawnRequest{
       .path = "/bin/sh",
       .argv = {"sh", "-c", options_.command},
-      .env = environment_for(context.job),
+      .env = environment_for(job),
       .stdin_fd = stdin_pipe->read_end.get(),
       .stdout_fd = stdout_pipe->write_end.get(),
       .stderr_fd = stderr_pipe->write_end.get(),
@@ -157,7 +157,7 @@ HandlerOutcome ExecHandler::operator()(JobContext& context) const {
   stdin_pipe->read_end.reset();
   stdout_pipe->write_end.reset();
   stderr_pipe->write_end.reset();
-  if (!child) return HandlerOutcome::failed("cannot run command: " + child.error().message);
+  if (!child) return JobResult::failure("cannot run command: " + child.error().message);
 
   UniqueFd stdin_fd = std::move(stdin_pipe->write_end);
   TailBuffer tail(options_.stderr_tail_bytes);
@@ -165,18 +165,18 @@ HandlerOutcome ExecHandler::operator()(JobContext& context) const {
   OutputStream err{std::move(stderr_pipe->read_end), &options_.stderr_sink, &tail};
   for (int fd : {stdin_fd.get(), out.fd.get(), err.fd.get()}) {
     if (auto ok = set_nonblocking(fd); !ok) {
-      return HandlerOutcome::failed("cannot run command: " + ok.error().message);
+      return JobResult::failure("cannot run command: " + ok.error().message);
     }
   }
 
-  std::string_view payload = context.job.payload;
+  std::string_view payload = job.payload;
   if (payload.empty()) stdin_fd.reset();
   std::vector<char> buffer(kChunk);
   bool stopping = false;                         // we signalled the group
   std::optional<Clock::time_point> escalate_at;  // when SIGTERM becomes SIGKILL
 
   for (;;) {
-    if (!stopping && context.stop.stop_requested()) {
+    if (!stopping && stop.stop_requested()) {
       stopping = true;
       child->signal_group(SIGTERM);
       escalate_at = Clock::now() + options_.kill_wait;
@@ -207,7 +207,7 @@ HandlerOutcome ExecHandler::operator()(JobContext& context) const {
     }
     int rc = ::poll(fds.data(), count, poll_timeout_ms(deadline));
     if (rc < 0 && errno != EINTR) {
-      return HandlerOutcome::failed(errno_message("cannot run command: poll", errno));
+      return JobResult::failure(errno_message("cannot run command: poll", errno));
     }
     if (rc <= 0) continue;
 
@@ -249,15 +249,15 @@ HandlerOutcome ExecHandler::operator()(JobContext& context) const {
   }
 
   std::string tail_text = tail.text();
-  if (stopping) return HandlerOutcome::aborted(std::move(tail_text));
+  if (stopping) return JobResult::failure(std::move(tail_text));
   if (!status) {
     // Never report success for a command whose exit status nobody saw.
-    return HandlerOutcome::failed("exit status unknown: the command was reaped elsewhere");
+    return JobResult::failure("exit status unknown: the command was reaped elsewhere");
   }
-  if (WIFEXITED(*status) && WEXITSTATUS(*status) == 0) return HandlerOutcome::succeeded();
+  if (WIFEXITED(*status) && WEXITSTATUS(*status) == 0) return JobResult::success();
   std::string error = describe_wait_status(*status);
   if (!tail_text.empty()) error += ": " + tail_text;
-  return HandlerOutcome::failed(std::move(error));
+  return JobResult::failure(std::move(error));
 }
 
 }  // namespace readpast::worker

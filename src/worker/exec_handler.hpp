@@ -6,7 +6,8 @@
 // default), and the last bytes of stderr are kept for last_error. Exit 0 succeeds; another
 // exit status or death by a signal fails the job. When the context's stop token fires, the
 // command's whole process group gets SIGTERM, then SIGKILL after kill_wait, and the call
-// returns HandlerOutcome::aborted(). When the command exits, whatever it left running in
+// returns a failure carrying the tail of its stderr (the runtime, which asked it to stop,
+// decides what is recorded). When the command exits, whatever it left running in
 // its process group (background jobs) is killed: a job's processes do not outlive it.
 // A command that exits without reading all of its stdin is fine: the rest is dropped, and
 // no SIGPIPE reaches the host process whatever its disposition of that signal.
@@ -21,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include "worker/handler.hpp"
+#include "readpast/worker.hpp"
 
 namespace readpast::worker {
 
@@ -46,7 +47,8 @@ class ExecHandler {
   // Captures the worker's environment (less READPAST_JOB_ID and friends) for commands.
   explicit ExecHandler(ExecOptions options);
 
-  HandlerOutcome operator()(JobContext& context) const;
+  // A readpast::JobHandler.
+  JobResult operator()(const Job& job, std::stop_token stop) const;
 
  private:
   std::vector<std::string> environment_for(const Job& job) const;

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "core/log.hpp"
+
 namespace readpast::worker {
 
 void OutageLog::failed(std::string_view what, const Error& error) {
@@ -10,10 +12,10 @@ void OutageLog::failed(std::string_view what, const Error& error) {
     if (in_outage_.load(std::memory_order_relaxed)) return;
     in_outage_.store(true, std::memory_order_relaxed);
   }
-  if (logger_) {
-    logger_(LogLevel::kWarn, "database unavailable (" + std::string(what) + ": " + error.message +
-                                 "); retrying until it is back");
-  }
+  detail::emit(logger_, LogLevel::kWarn,
+               "database unavailable (" + std::string(what) + ": " + error.message +
+                   "); retrying until it is back",
+               {{"event", "database_unavailable"}, {"error", error.message}});
 }
 
 void OutageLog::recovered() {
@@ -23,7 +25,8 @@ void OutageLog::recovered() {
     if (!in_outage_.load(std::memory_order_relaxed)) return;
     in_outage_.store(false, std::memory_order_relaxed);
   }
-  if (logger_) logger_(LogLevel::kInfo, "database available again");
+  detail::emit(logger_, LogLevel::kInfo, "database available again",
+               {{"event", "database_available"}});
 }
 
 }  // namespace readpast::worker

@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <exception>
 #include <functional>
+#include <thread>
 #include <utility>
+
+#include "core/log.hpp"
+#include "core/schedule_spec.hpp"
 
 namespace readpast::worker {
 namespace {
@@ -13,8 +17,17 @@ constexpr auto kRetryMin = std::chrono::milliseconds(100);
 constexpr auto kRetryMax = std::chrono::seconds(2);
 // A heartbeat that failed because the database is unavailable is tried again this soon.
 constexpr auto kHeartbeatRetry = std::chrono::seconds(1);
-// How much of a job's error goes into a log line (the command's stderr was shown already).
+// How much of a job's error goes into a log line (a command's stderr was shown already).
 constexpr std::size_t kLoggedErrorBytes = 200;
+// At most this many jobs are completed by one statement.
+constexpr std::size_t kMaxCompleteBatch = 1000;
+// Retention deletes this many rows per state and statement, then pauses briefly, so that
+// other writers are never held up for long.
+constexpr int kRetentionBatch = 1000;
+constexpr auto kRetentionPause = std::chrono::milliseconds(10);
+// Bounds of the maintenance thread's wait for the next schedule tick.
+constexpr auto kScheduleWaitMin = std::chrono::milliseconds(10);
+constexpr auto kScheduleWaitMax = std::chrono::seconds(1);
 
 std::string one_line(std::string_view text) {
   auto newline = text.find('\n');
@@ -23,8 +36,12 @@ std::string one_line(std::string_view text) {
   return line;
 }
 
-std::string seconds_text(std::chrono::steady_clock::duration d) {
+std::string took(std::chrono::steady_clock::duration d) {
   return format_duration(std::chrono::duration_cast<Duration>(d));
+}
+
+std::string millis(std::chrono::steady_clock::duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
 }
 
 // Joins the threads it holds when it goes out of scope, after telling them to end.
@@ -52,34 +69,47 @@ class ThreadGroup {
 
 }  // namespace
 
-Runtime::Runtime(Queue& queue, RuntimeOptions options, Handler handler)
-    : queue_(queue),
-      options_(std::move(options)),
-      handler_(std::move(handler)),
-      outage_(options_.logger),
-      slots_(static_cast<std::size_t>(std::max(1, options_.concurrency))) {
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
-    slots_[i].number = static_cast<int>(i + 1);
-    slots_[i].worker_id = options_.worker_id + "/slot" + std::to_string(i + 1);
+Runtime::Runtime(Queue& queue, WorkerOptions options, std::vector<LaneSetup> lanes)
+    : queue_(queue), options_(std::move(options)), outage_(options_.logger) {
+  lanes_.reserve(lanes.size());
+  for (auto& setup : lanes) {
+    Lane lane;
+    lane.setup = std::move(setup);
+    lanes_.push_back(std::move(lane));
   }
 }
 
 Runtime::~Runtime() = default;
 
-void Runtime::log(LogLevel level, const std::string& message) const {
-  if (options_.logger) options_.logger(level, message);
+void Runtime::log(LogLevel level, std::string message,
+                  std::vector<std::pair<std::string, std::string>> fields) const {
+  detail::emit(options_.logger, level, std::move(message), std::move(fields));
 }
 
-RuntimeCounters Runtime::counters() const {
-  return RuntimeCounters{succeeded_.load(), failed_.load(), dead_.load(),
-                         released_.load(),  lost_.load(),   running_.load()};
+std::vector<std::pair<std::string, std::string>> Runtime::job_fields(const Held& held,
+                                                                     std::string_view event) const {
+  return {{"event", std::string(event)},
+          {"job_id", std::to_string(held.job.id)},
+          {"queue", held.job.queue},
+          {"attempt", std::to_string(held.job.attempts)},
+          {"worker", options_.worker_id}};
+}
+
+std::string Runtime::describe(const Held& held) const {
+  return "job " + std::to_string(held.job.id) + " of " + held.job.queue + " (attempt " +
+         std::to_string(held.job.attempts) + "/" + std::to_string(held.job.max_attempts) + ")";
+}
+
+WorkerCounters Runtime::counters() const {
+  return WorkerCounters{succeeded_.load(), failed_.load(), dead_.load(),
+                        released_.load(),  lost_.load(),   running_.load()};
 }
 
 void Runtime::request_stop() {
   std::string message;
   {
     std::lock_guard lock(mu_);
-    std::int64_t running = running_.load();
+    const std::int64_t running = running_.load();
     if (stop_phase_ == StopPhase::kRunning) {
       stop_phase_ = StopPhase::kGraceful;
       grace_deadline_ = Clock::now() + options_.grace;
@@ -96,7 +126,7 @@ void Runtime::request_stop() {
     }
   }
   cv_.notify_all();
-  log(LogLevel::kInfo, message);
+  log(LogLevel::kInfo, message, {{"event", "stopping"}});
 }
 
 void Runtime::fail_fatally(const Error& error) {
@@ -109,7 +139,8 @@ void Runtime::fail_fatally(const Error& error) {
     }
   }
   cv_.notify_all();
-  log(LogLevel::kError, "stopping: " + error.message);
+  log(LogLevel::kError, "stopping: " + error.message,
+      {{"event", "fatal"}, {"error", error.message}});
 }
 
 void Runtime::sleep_unless_stopping(Duration duration) {
@@ -118,7 +149,8 @@ void Runtime::sleep_unless_stopping(Duration duration) {
 }
 
 template <class Call>
-auto Runtime::retry_unavailable(std::string_view what, Call&& call, const ActiveJob* active) {
+auto Runtime::retry_unavailable(std::string_view what, Call&& call, Clock::time_point give_up,
+                                bool* was_unavailable) {
   Duration delay = kRetryMin;
   for (;;) {
     auto result = call();
@@ -127,21 +159,16 @@ auto Runtime::retry_unavailable(std::string_view what, Call&& call, const Active
       return result;
     }
     if (!result.error().is_unavailable()) return result;
+    if (was_unavailable != nullptr) *was_unavailable = true;
     outage_.failed(what, result.error());
     // Past the lease, retrying is pointless: the job is anyone's again.
-    Clock::time_point give_up;
+    if (Clock::now() + delay >= give_up) return result;
     {
-      std::lock_guard lock(mu_);
-      give_up = active->lease_expires;
+      std::unique_lock lock(mu_);
+      if (cv_.wait_for(lock, delay, [&] { return stop_phase_ == StopPhase::kForced; })) {
+        return result;
+      }
     }
-    if (Clock::now() + delay >= give_up) {
-      log(LogLevel::kError, "job " + std::to_string(active->job.id) + ": gave up " +
-                                std::string(what) +
-                                " while the database is unavailable; the job runs again once "
-                                "its lease expires");
-      return result;
-    }
-    std::this_thread::sleep_for(delay);
     delay = std::min<Duration>(delay * 2, kRetryMax);
   }
 }
@@ -154,19 +181,24 @@ Status Runtime::run() {
     }
     cv_.notify_all();
   });
-  for (auto& slot : slots_) threads.start([this, &slot] { slot_loop(slot); });
+  for (std::size_t i = 0; i < lanes_.size(); ++i) {
+    threads.start([this, i] { fetch_loop(i); });
+    for (int t = 0; t < lanes_[i].setup.config.concurrency; ++t) {
+      threads.start([this, i] { handler_loop(i); });
+    }
+  }
+  threads.start([this] { complete_loop(); });
   threads.start([this] { heartbeat_loop(); });
   threads.start([this] { timer_loop(); });
+  if (options_.run_schedules || options_.retention_interval) {
+    threads.start([this] { maintenance_loop(); });
+  }
 
-  leasing_loop();
-
-  // No more leasing. Wait for the slots to empty: jobs finish, or the timer thread stops
-  // them when their grace runs out.
+  // Every fetcher ends (stopped, drained or failed); then every job still held is
+  // settled: handlers finish, or the timer stops them when their grace runs out.
   {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] {
-      return std::all_of(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.active; });
-    });
+    cv_.wait(lock, [&] { return fetchers_done_ && held_.empty(); });
   }
   threads.join();
   std::lock_guard lock(mu_);
@@ -174,35 +206,37 @@ Status Runtime::run() {
   return {};
 }
 
-void Runtime::leasing_loop() {
+// --- fetching ---
+
+void Runtime::fetch_loop(std::size_t index) {
+  Lane& lane = lanes_[index];
+  const std::string& queue = lane.setup.queue;
+  const int capacity = lane.setup.config.concurrency + lane.setup.config.prefetch;
   Duration idle_wait = options_.idle_wait_min;
-  Duration retry_wait = kRetryMin;  // while the database is unavailable
+  Duration retry_wait = kRetryMin;
   for (;;) {
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] {
-        return stop_phase_ != StopPhase::kRunning ||
-               std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.active; });
-      });
-      if (stop_phase_ != StopPhase::kRunning) return;
+      cv_.wait(lock, [&] { return stop_phase_ != StopPhase::kRunning || lane.held < capacity; });
+      if (stop_phase_ != StopPhase::kRunning) break;
     }
-    auto round = lease_for_free_slots();
-    if (round.end) return;
-    if (round.unavailable) {
+    const Fetched fetched = fetch_once(index);
+    if (fetched == Fetched::kEnd) break;
+    if (fetched == Fetched::kUnavailable) {
       sleep_unless_stopping(retry_wait);
       retry_wait = std::min<Duration>(retry_wait * 2, kRetryMax);
       continue;
     }
     retry_wait = kRetryMin;
-    if (round.leased > 0) {
+    if (fetched == Fetched::kSome) {
       idle_wait = options_.idle_wait_min;
       continue;
     }
-    if (options_.drain && drained()) {
-      log(LogLevel::kInfo, "queue " + options_.queue + " drained");
-      return;
+    if (options_.drain && drained(index)) {
+      log(LogLevel::kInfo, "queue " + queue + " drained", {{"event", "drained"}, {"queue", queue}});
+      break;
     }
-    auto woken = queue_.wait_for_work(options_.queue, idle_wait);
+    auto woken = queue_.wait_for_work(queue, idle_wait);
     if (woken) {
       outage_.recovered();
       if (!*woken) idle_wait = std::min(idle_wait * 2, options_.idle_wait_max);
@@ -212,80 +246,84 @@ void Runtime::leasing_loop() {
       retry_wait = std::min<Duration>(retry_wait * 2, kRetryMax);
     } else {
       fail_fatally(woken.error());
-      return;
+      break;
     }
   }
-}
-
-Runtime::LeaseRound Runtime::lease_for_free_slots() {
-  std::vector<Slot*> free;
+  release_waiting(index);
   {
     std::lock_guard lock(mu_);
-    for (auto& slot : slots_) {
-      if (!slot.active) free.push_back(&slot);
-    }
+    lane.fetcher_done = true;
+    fetchers_done_ =
+        std::all_of(lanes_.begin(), lanes_.end(), [](const Lane& l) { return l.fetcher_done; });
   }
-  LeaseRound round;
-  for (Slot* slot : free) {
-    const auto asked_at = Clock::now();
-    auto jobs =
-        queue_.lease(LeaseRequest{options_.queue, slot->worker_id, 1, options_.lease_duration});
-    if (!jobs) {
-      if (!jobs.error().is_unavailable()) {
-        fail_fatally(jobs.error());
-        round.end = true;
-        return round;
-      }
-      outage_.failed("leasing", jobs.error());
-      round.unavailable = true;
-      return round;
-    }
-    outage_.recovered();
-    if (jobs->empty()) return round;
-
-    auto active = std::make_unique<ActiveJob>();
-    active->job = std::move(jobs->front());
-    active->started = Clock::now();
-    active->lease_expires = asked_at + options_.lease_duration;
-    if (options_.timeout) active->timeout_at = active->started + *options_.timeout;
-    bool stopping;
-    {
-      std::lock_guard lock(mu_);
-      stopping = stop_phase_ != StopPhase::kRunning;
-      if (!stopping) {
-        slot->active = std::move(active);
-        running_.fetch_add(1);
-      }
-    }
-    if (stopping) {
-      // Leased just as the stop came: hand it straight back, no attempt spent.
-      auto released = retry_unavailable(
-          "releasing", [&] { return queue_.release(active->job.id, *active->job.lease_token); },
-          active.get());
-      if (released) released_.fetch_add(1);
-      round.end = true;
-      return round;
-    }
-    cv_.notify_all();
-    ++round.leased;
-  }
-  return round;
+  cv_.notify_all();
 }
 
-bool Runtime::drained() {
+Runtime::Fetched Runtime::fetch_once(std::size_t index) {
+  Lane& lane = lanes_[index];
+  int want = 0;
   {
     std::lock_guard lock(mu_);
-    if (std::any_of(slots_.begin(), slots_.end(),
-                    [](const Slot& s) { return s.active != nullptr; })) {
-      return false;
+    if (stop_phase_ != StopPhase::kRunning) return Fetched::kEnd;
+    want = lane.setup.config.concurrency + lane.setup.config.prefetch - lane.held;
+  }
+  if (want <= 0) return Fetched::kSome;
+  const auto asked_at = Clock::now();
+  auto jobs = queue_.lease(
+      LeaseRequest{lane.setup.queue, options_.worker_id, want, options_.lease_duration});
+  if (!jobs) {
+    if (!jobs.error().is_unavailable()) {
+      fail_fatally(jobs.error());
+      return Fetched::kEnd;
+    }
+    outage_.failed("leasing", jobs.error());
+    return Fetched::kUnavailable;
+  }
+  outage_.recovered();
+  if (jobs->empty()) return Fetched::kNone;
+
+  std::vector<Held*> leased_while_stopping;
+  {
+    std::lock_guard lock(mu_);
+    const bool stopping = stop_phase_ != StopPhase::kRunning;
+    for (Job& job : *jobs) {
+      auto held = std::make_unique<Held>();
+      held->job = std::move(job);
+      held->lane = index;
+      held->lease_expires = asked_at + options_.lease_duration;
+      Held* raw = held.get();
+      held_.emplace(raw, std::move(held));
+      ++lane.held;
+      if (stopping) {
+        raw->phase = JobPhase::kSettling;
+        leased_while_stopping.push_back(raw);
+      } else {
+        lane.ready.push_back(raw);
+      }
     }
   }
-  auto stats = queue_.stats(options_.queue);
+  cv_.notify_all();
+  if (!leased_while_stopping.empty()) {
+    // Leased just as the stop came: hand them straight back, no attempt spent.
+    for (Held* held : leased_while_stopping) release(*held, "leased as the worker stopped");
+    return Fetched::kEnd;
+  }
+  return Fetched::kSome;
+}
+
+bool Runtime::drained(std::size_t index) {
+  Lane& lane = lanes_[index];
+  {
+    std::lock_guard lock(mu_);
+    if (lane.held > 0) return false;
+  }
+  auto stats = queue_.stats(lane.setup.queue);
   if (!stats) {
     if (stats.error().is_unavailable()) {
       outage_.failed("reading stats", stats.error());
     } else {
-      log(LogLevel::kWarn, "cannot read the queue's stats: " + stats.error().message);
+      log(LogLevel::kWarn,
+          "cannot read the stats of queue " + lane.setup.queue + ": " + stats.error().message);
     }
     return false;
   }
@@ -294,214 +332,344 @@ bool Runtime::drained() {
                      [](const QueueStats& s) { return s.available == 0 && s.running == 0; });
 }
 
-void Runtime::slot_loop(Slot& slot) {
+void Runtime::release_waiting(std::size_t index) {
+  std::vector<Held*> waiting;
+  {
+    std::lock_guard lock(mu_);
+    Lane& lane = lanes_[index];
+    waiting.assign(lane.ready.begin(), lane.ready.end());
+    lane.ready.clear();
+    for (Held* held : waiting) held->phase = JobPhase::kSettling;
+  }
+  for (Held* held : waiting) release(*held, "not started before the worker stopped");
+}
+
+// --- running ---
+
+void Runtime::handler_loop(std::size_t index) {
+  Lane& lane = lanes_[index];
+  const QueueConfig& config = lane.setup.config;
   for (;;) {
-    ActiveJob* active;
+    Held* held = nullptr;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return slot.active || threads_exit_; });
-      if (!slot.active) return;
-      active = slot.active.get();
+      // No new job starts once stopping: the fetcher releases what is left.
+      cv_.wait(lock, [&] {
+        return threads_exit_ || (stop_phase_ == StopPhase::kRunning && !lane.ready.empty());
+      });
+      if (threads_exit_) return;
+      held = lane.ready.front();
+      lane.ready.pop_front();
+      held->phase = JobPhase::kRunning;
+      held->started = Clock::now();
+      ++running_;
     }
-    // The job's fields are constant while the slot holds it: read them without the lock.
-    log(LogLevel::kDebug, "job " + std::to_string(active->job.id) + " started (attempt " +
-                              std::to_string(active->job.attempts) + ", " + slot.worker_id + ")");
-    HandlerOutcome outcome;
-    JobContext context{active->job, active->stop.get_token()};
-    try {
-      outcome = handler_(context);
-    } catch (const std::exception& e) {
-      outcome = HandlerOutcome::failed(e.what());
-    } catch (...) {
-      outcome =
-          HandlerOutcome::failed("the handler threw an exception that is not a std::exception");
+    // The job is constant while held: read it without the lock. timeout_for is the
+    // user's code: never call it under the lock.
+    std::optional<Duration> timeout =
+        config.timeout_for ? config.timeout_for(held->job) : std::nullopt;
+    if (!timeout) timeout = config.timeout;
+    if (timeout) {
+      {
+        std::lock_guard lock(mu_);
+        held->timeout = *timeout;
+        held->timeout_at = held->started + *timeout;
+      }
+      cv_.notify_all();  // the timer learns the new deadline
     }
+    log(LogLevel::kDebug, describe(*held) + " started", job_fields(*held, "job_started"));
+    JobResult result = call_handler(lane.setup, *held);
     Abort abort;
     {
       std::lock_guard lock(mu_);
-      active->phase = JobPhase::kSettling;
-      abort = active->abort;
+      held->phase = JobPhase::kSettling;
+      abort = held->abort;
+      --running_;
     }
-    settle(*active, outcome, abort);
-    {
-      std::lock_guard lock(mu_);
-      slot.active.reset();
-      running_.fetch_sub(1);
-    }
-    cv_.notify_all();
+    settle(*held, result, abort);
   }
 }
 
-std::string Runtime::slot_summary(const ActiveJob& active) const {
-  return "job " + std::to_string(active.job.id) + " (attempt " +
-         std::to_string(active.job.attempts) + "/" + std::to_string(active.job.max_attempts) + ")";
+JobResult Runtime::call_handler(const LaneSetup& setup, const Held& held) {
+  try {
+    return setup.handler(held.job, held.stop.get_token());
+  } catch (const std::exception& e) {
+    return JobResult::failure(e.what());
+  } catch (...) {
+    return JobResult::failure("the handler threw an exception that is not a std::exception");
+  }
 }
 
-void Runtime::settle(const ActiveJob& active, const HandlerOutcome& outcome, Abort abort) {
-  const Job& job = active.job;
-  const LeaseToken& token = *job.lease_token;
-  const std::string who = slot_summary(active);
-  const std::string took = seconds_text(Clock::now() - active.started);
-
-  if (abort == Abort::kLeaseLost) {
-    lost_.fetch_add(1);
-    log(LogLevel::kWarn,
-        who + ": lease lost (cancelled, or taken over by another worker); " +
-            (outcome.kind == HandlerOutcome::Kind::kAborted ? "stopped it, " : "") +
-            "result discarded");
-    return;
-  }
-
-  std::string error;
-  std::optional<Duration> retry_after;
-  switch (outcome.kind) {
-    case HandlerOutcome::Kind::kSucceeded: {
-      auto done = retry_unavailable(
-          "completing a job", [&] { return queue_.complete(job.id, token); }, &active);
-      if (done) {
-        succeeded_.fetch_add(1);
-        log(LogLevel::kDebug, who + " succeeded in " + took);
-      } else if (done.error().is_lease_lost()) {
-        lost_.fetch_add(1);
-        log(LogLevel::kWarn, who +
-                                 " finished, but its lease was lost (cancelled, or taken "
-                                 "over by another worker); result discarded");
-      } else if (!done.error().is_unavailable()) {
-        log(LogLevel::kError, who + ": cannot record success: " + done.error().message);
-      }
+void Runtime::settle(Held& held, const JobResult& result, Abort abort) {
+  const std::string who = describe(held);
+  const std::string duration = took(Clock::now() - held.started);
+  switch (abort) {
+    case Abort::kLeaseLost: {
+      ++lost_;
+      log(LogLevel::kWarn,
+          who + ": lease lost (cancelled, or taken over by another worker); " +
+              "stopped it, result discarded",
+          job_fields(held, "lease_lost"));
+      forget(held);
       return;
     }
-    case HandlerOutcome::Kind::kFailed:
-      error = outcome.error;
-      retry_after = outcome.retry_after;
-      break;
-    case HandlerOutcome::Kind::kAborted:
-      if (abort == Abort::kShutdown) {
-        auto released = retry_unavailable(
-            "releasing a job", [&] { return queue_.release(job.id, token); }, &active);
-        if (released) {
-          released_.fetch_add(1);
-          log(LogLevel::kInfo, who + " stopped at shutdown after " + took + " and released");
-        } else if (!released.error().is_unavailable()) {
-          log(LogLevel::kWarn, who + ": cannot release: " + released.error().message);
-        }
-        return;
+    case Abort::kShutdown:
+      release(held, "stopped at shutdown after " + duration);
+      return;
+    case Abort::kTimedOut: {
+      std::string error = "timed out after " + format_duration(held.timeout);
+      if (!result.error().empty() && result.kind() != JobResult::Kind::kSuccess) {
+        error += ": " + result.error();
       }
-      if (abort == Abort::kTimedOut) {
-        error = "timed out after " + format_duration(*options_.timeout);
-      } else {
-        error = "the handler stopped without a result";
-      }
-      if (!outcome.error.empty()) error += ": " + outcome.error;
-      break;
-  }
-
-  FailOptions fail_options;
-  fail_options.retry_after = retry_after;
-  fail_options.backoff = options_.backoff;
-  auto failed = retry_unavailable(
-      "recording a failure", [&] { return queue_.fail(job.id, token, error, fail_options); },
-      &active);
-  if (!failed) {
-    if (failed.error().is_lease_lost()) {
-      lost_.fetch_add(1);
-      log(LogLevel::kWarn, who +
-                               " failed, but its lease was lost (cancelled, or taken over by "
-                               "another worker); result discarded");
-    } else if (!failed.error().is_unavailable()) {
-      log(LogLevel::kError, who + ": cannot record failure: " + failed.error().message);
+      record_failure(held, std::move(error), std::nullopt, false);
+      return;
     }
-    return;
+    case Abort::kNone:
+      break;
   }
-  failed_.fetch_add(1);
-  if (*failed == FailOutcome::kDead) {
-    dead_.fetch_add(1);
-    log(LogLevel::kError, who + " failed and is dead (no attempts left): " + one_line(error));
-  } else {
-    log(LogLevel::kWarn, who + " failed, will retry: " + one_line(error));
+  switch (result.kind()) {
+    case JobResult::Kind::kSuccess: {
+      {
+        std::lock_guard lock(mu_);
+        to_complete_.push_back(Completion{&held});
+      }
+      cv_.notify_all();
+      return;
+    }
+    case JobResult::Kind::kFailure:
+      record_failure(held, result.error(), result.retry_delay(), false);
+      return;
+    case JobResult::Kind::kDiscard:
+      record_failure(held, result.error(), std::nullopt, true);
+      return;
   }
 }
+
+void Runtime::record_failure(Held& held, std::string error, std::optional<Duration> retry_after,
+                             bool no_retry) {
+  const QueueConfig& config = lanes_[held.lane].setup.config;
+  FailOptions fail_options;
+  fail_options.retry_after = retry_after;
+  fail_options.backoff = config.backoff;
+  if (!retry_after && config.retry_delay) {
+    // The user's function; never called under the lock.
+    Duration delay = config.retry_delay(held.job);
+    fail_options.retry_after = std::clamp(delay, Duration::zero(), kMaxDuration);
+  }
+  fail_options.no_retry =
+      no_retry || (config.max_attempts && held.job.attempts >= *config.max_attempts);
+  Clock::time_point give_up;
+  {
+    std::lock_guard lock(mu_);
+    give_up = held.lease_expires;
+  }
+  bool was_unavailable = false;
+  auto failed = retry_unavailable(
+      "recording a failure",
+      [&] { return queue_.fail(held.job.id, *held.job.lease_token, error, fail_options); }, give_up,
+      &was_unavailable);
+  const std::string who = describe(held);
+  auto fields = job_fields(held, "job_failed");
+  fields.emplace_back("error", one_line(error));
+  if (!failed && failed.error().is_lease_lost() && was_unavailable) {
+    // The first send may have committed before its reply was lost: look.
+    // Still our token but no longer running: nothing but our fail ends a lease that way
+    // before it expires (a cancel makes it cancelled, a new lease changes the token).
+    auto job = queue_.get(held.job.id);
+    if (job && job->lease_token == held.job.lease_token &&
+        (job->state == JobState::kAvailable || job->state == JobState::kDead)) {
+      failed = job->state == JobState::kDead ? FailOutcome::kDead : FailOutcome::kRetrying;
+    }
+  }
+  if (!failed) {
+    if (failed.error().is_lease_lost()) {
+      ++lost_;
+      log(LogLevel::kWarn,
+          who +
+              " failed, but its lease was lost (cancelled, or taken over by another worker); "
+              "result discarded",
+          job_fields(held, "lease_lost"));
+    } else {
+      log(LogLevel::kError,
+          who + ": cannot record its failure: " + failed.error().message +
+              (failed.error().is_unavailable() ? "; it runs again once its lease expires" : ""),
+          fields);
+    }
+    forget(held);
+    return;
+  }
+  ++failed_;
+  if (*failed == FailOutcome::kDead) {
+    ++dead_;
+    fields[0].second = "job_dead";
+    log(LogLevel::kError, who + " failed and is dead (no retry): " + one_line(error), fields);
+  } else {
+    log(LogLevel::kWarn, who + " failed, will retry: " + one_line(error), fields);
+  }
+  forget(held);
+}
+
+void Runtime::release(Held& held, std::string_view why) {
+  Clock::time_point give_up;
+  {
+    std::lock_guard lock(mu_);
+    give_up = held.lease_expires;
+  }
+  auto released = retry_unavailable(
+      "releasing a job", [&] { return queue_.release(held.job.id, *held.job.lease_token); },
+      give_up);
+  if (released) {
+    ++released_;
+    log(LogLevel::kInfo, describe(held) + " " + std::string(why) + ": released",
+        job_fields(held, "job_released"));
+  } else if (!released.error().is_lease_lost()) {
+    log(LogLevel::kWarn, describe(held) + ": cannot release: " + released.error().message,
+        job_fields(held, "job_released"));
+  }
+  forget(held);
+}
+
+void Runtime::forget(Held& held) {
+  {
+    std::lock_guard lock(mu_);
+    --lanes_[held.lane].held;
+    held_.erase(&held);  // destroys `held`
+  }
+  cv_.notify_all();
+}
+
+// --- completing ---
+
+void Runtime::complete_loop() {
+  for (;;) {
+    std::vector<Completion> batch;
+    Clock::time_point give_up = Clock::time_point::max();
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return !to_complete_.empty() || threads_exit_; });
+      if (to_complete_.empty()) return;
+      if (to_complete_.size() <= kMaxCompleteBatch) {
+        batch.swap(to_complete_);
+      } else {
+        auto end = to_complete_.begin() + static_cast<std::ptrdiff_t>(kMaxCompleteBatch);
+        batch.assign(to_complete_.begin(), end);
+        to_complete_.erase(to_complete_.begin(), end);
+      }
+      for (const Completion& c : batch) give_up = std::min(give_up, c.held->lease_expires);
+    }
+    std::vector<LeasedRef> refs;
+    refs.reserve(batch.size());
+    for (const Completion& c : batch) refs.push_back({c.held->job.id, *c.held->job.lease_token});
+    bool was_unavailable = false;
+    auto accepted = retry_unavailable(
+        "completing jobs", [&] { return queue_.complete_batch(refs); }, give_up, &was_unavailable);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      Held& held = *batch[i].held;
+      const std::string who = describe(held);
+      const auto duration = Clock::now() - held.started;
+      bool done = accepted && (*accepted)[i];
+      if (accepted && !done && was_unavailable) {
+        // Lease lost after an outage: the first send may have committed before its reply
+        // was lost. The row says: succeeded under our token (or deleted, when succeeded
+        // jobs are not kept) means it was ours.
+        auto job = queue_.get(held.job.id);
+        done = (job && job->state == JobState::kSucceeded &&
+                job->lease_token == held.job.lease_token) ||
+               (!job && job.error().code == ErrorCode::kNotFound &&
+                queue_.options().retention.succeeded == Duration::zero());
+      }
+      if (done) {
+        ++succeeded_;
+        auto fields = job_fields(held, "job_succeeded");
+        fields.emplace_back("duration_ms", millis(duration));
+        log(LogLevel::kDebug, who + " succeeded in " + took(duration), std::move(fields));
+      } else if (accepted) {
+        ++lost_;
+        log(LogLevel::kWarn,
+            who +
+                " finished, but its lease was lost (cancelled, or taken over by another "
+                "worker); result discarded",
+            job_fields(held, "lease_lost"));
+      } else {
+        log(LogLevel::kError,
+            who + ": cannot record its success: " + accepted.error().message +
+                (accepted.error().is_unavailable() ? "; it runs again once its lease expires" : ""),
+            job_fields(held, "job_succeeded"));
+      }
+      forget(held);
+    }
+  }
+}
+
+// --- leases and time limits ---
 
 void Runtime::heartbeat_loop() {
   const Duration interval =
       std::max<Duration>(options_.lease_duration / 3, std::chrono::milliseconds(50));
   auto next_extend = Clock::now() + interval;
-  auto next_cleanup = Clock::now();  // once at start, then every cleanup_interval
   std::unique_lock lock(mu_);
   while (!threads_exit_) {
-    auto wake_at = std::min(next_extend, next_cleanup);
-    cv_.wait_until(lock, wake_at, [&] { return threads_exit_; });
+    cv_.wait_until(lock, next_extend, [&] { return threads_exit_; });
     if (threads_exit_) return;
-    auto now = Clock::now();
-
-    if (now >= next_extend) {
-      std::vector<LeasedRef> refs;
-      for (const auto& slot : slots_) {
-        if (slot.active) refs.push_back({slot.active->job.id, *slot.active->job.lease_token});
-      }
-      next_extend = now + interval;
-      if (!refs.empty()) {
+    const auto now = Clock::now();
+    next_extend = now + interval;
+    std::vector<LeasedRef> refs;
+    std::vector<const Held*> owners;  // owners[i] held refs[i] when the call was made
+    refs.reserve(held_.size());
+    owners.reserve(held_.size());
+    for (const auto& [key, held] : held_) {
+      refs.push_back({held->job.id, *held->job.lease_token});
+      owners.push_back(key);
+    }
+    if (refs.empty()) continue;
+    lock.unlock();
+    auto extended = queue_.extend_batch(refs, options_.lease_duration);
+    lock.lock();
+    if (!extended) {
+      if (extended.error().is_unavailable()) {
+        outage_.failed("extending leases", extended.error());
+        next_extend = std::min(next_extend, Clock::now() + kHeartbeatRetry);
+      } else {
         lock.unlock();
-        auto extended = queue_.extend_batch(refs, options_.lease_duration);
-        std::vector<std::stop_source> to_stop;
-        std::vector<JobId> lost_ids;
+        log(LogLevel::kError, "cannot extend leases: " + extended.error().message);
         lock.lock();
-        if (!extended) {
-          if (extended.error().is_unavailable()) {
-            outage_.failed("extending leases", extended.error());
-            next_extend = std::min(next_extend, Clock::now() + kHeartbeatRetry);
-          } else {
-            lock.unlock();
-            log(LogLevel::kError, "cannot extend leases: " + extended.error().message);
-            lock.lock();
-          }
-          continue;
-        }
-        outage_.recovered();
-        for (std::size_t i = 0; i < refs.size() && i < extended->size(); ++i) {
-          for (auto& slot : slots_) {
-            ActiveJob* a = slot.active.get();
-            if (a == nullptr || a->job.id != refs[i].id || *a->job.lease_token != refs[i].token) {
-              continue;
-            }
-            if ((*extended)[i]) {
-              a->lease_expires = now + options_.lease_duration;
-            } else if (a->phase == JobPhase::kRunning && a->abort == Abort::kNone) {
-              // Settling jobs are left alone: their own call reports what happened.
-              a->abort = Abort::kLeaseLost;
-              to_stop.push_back(a->stop);
-              lost_ids.push_back(a->job.id);
-            }
-          }
-        }
-        if (!to_stop.empty()) {
-          lock.unlock();
-          for (auto& stop : to_stop) stop.request_stop();
-          for (JobId id : lost_ids) {
-            log(LogLevel::kDebug, "job " + std::to_string(id) +
-                                      ": lease lost (cancelled, or taken over); stopping it");
-          }
-          lock.lock();
-        }
+      }
+      continue;
+    }
+    outage_.recovered();
+    std::vector<std::stop_source> to_stop;
+    std::vector<Held*> lost_waiting;
+    for (std::size_t i = 0; i < refs.size() && i < extended->size(); ++i) {
+      // Settled and gone meanwhile (or its address reused by another job): skip it.
+      auto it = held_.find(owners[i]);
+      if (it == held_.end() || it->second->job.id != refs[i].id ||
+          *it->second->job.lease_token != refs[i].token) {
+        continue;
+      }
+      Held& held = *it->second;
+      if ((*extended)[i]) {
+        held.lease_expires = now + options_.lease_duration;
+      } else if (held.phase == JobPhase::kRunning && held.abort == Abort::kNone) {
+        // Settling jobs are left alone: their own call reports what happened.
+        held.abort = Abort::kLeaseLost;
+        to_stop.push_back(held.stop);
+      } else if (held.phase == JobPhase::kWaiting) {
+        // Cancelled before a handler took it: drop it from the lane's queue.
+        auto& ready = lanes_[held.lane].ready;
+        ready.erase(std::remove(ready.begin(), ready.end(), &held), ready.end());
+        held.phase = JobPhase::kSettling;
+        lost_waiting.push_back(&held);
       }
     }
-
-    if (Clock::now() >= next_cleanup) {
-      next_cleanup = Clock::now() + options_.cleanup_interval;
-      lock.unlock();
-      auto removed = queue_.remove_expired_succeeded(options_.queue);
-      if (!removed) {
-        if (removed.error().is_unavailable()) {
-          outage_.failed("removing expired jobs", removed.error());
-        } else {
-          log(LogLevel::kWarn, "cannot remove expired succeeded jobs: " + removed.error().message);
-        }
-      } else if (*removed > 0) {
-        outage_.recovered();
-        log(LogLevel::kDebug, "removed " + std::to_string(*removed) + " expired succeeded job(s)");
-      }
-      lock.lock();
+    lock.unlock();
+    for (auto& stop : to_stop) stop.request_stop();
+    for (Held* held : lost_waiting) {
+      ++lost_;
+      log(LogLevel::kInfo, describe(*held) + ": lease lost before it started; dropped",
+          job_fields(*held, "lease_lost"));
+      forget(*held);
     }
+    lock.lock();
   }
 }
 
@@ -512,38 +680,139 @@ void Runtime::timer_loop() {
     std::optional<Clock::time_point> next;
     auto consider = [&](Clock::time_point t) { next = next ? std::min(*next, t) : t; };
     std::vector<std::stop_source> to_stop;
-    std::vector<std::string> messages;
-    for (auto& slot : slots_) {
-      ActiveJob* a = slot.active.get();
-      if (a == nullptr || a->phase != JobPhase::kRunning || a->abort != Abort::kNone) continue;
-      if (a->timeout_at && *a->timeout_at <= now) {
-        a->abort = Abort::kTimedOut;
-        to_stop.push_back(a->stop);
-        messages.push_back(slot_summary(*a) + " timed out after " +
-                           format_duration(*options_.timeout) + "; stopping it");
+    std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> messages;
+    for (auto& [key, entry] : held_) {
+      Held& held = *entry;
+      if (held.phase != JobPhase::kRunning || held.abort != Abort::kNone) continue;
+      if (held.timeout_at && *held.timeout_at <= now) {
+        held.abort = Abort::kTimedOut;
+        to_stop.push_back(held.stop);
+        messages.emplace_back(
+            describe(held) + " timed out after " + format_duration(held.timeout) + "; stopping it",
+            job_fields(held, "job_timed_out"));
         continue;
       }
       if (stop_phase_ != StopPhase::kRunning && grace_deadline_ <= now) {
-        a->abort = Abort::kShutdown;
-        to_stop.push_back(a->stop);
-        messages.push_back(slot_summary(*a) + ": grace period over; stopping it");
+        held.abort = Abort::kShutdown;
+        to_stop.push_back(held.stop);
+        messages.emplace_back(describe(held) + ": grace period over; stopping it",
+                              job_fields(held, "job_stopped"));
         continue;
       }
-      if (a->timeout_at) consider(*a->timeout_at);
+      if (held.timeout_at) consider(*held.timeout_at);
       if (stop_phase_ != StopPhase::kRunning) consider(grace_deadline_);
     }
     if (!to_stop.empty()) {
       lock.unlock();
       for (auto& stop : to_stop) stop.request_stop();
-      for (const auto& m : messages) log(LogLevel::kInfo, m);
+      for (auto& [message, fields] : messages) log(LogLevel::kInfo, message, std::move(fields));
       lock.lock();
       continue;
     }
-    // Woken by any change: a new job, a stop request, the end.
+    // Woken by any change: a job started, a stop request, the end.
     if (next) {
       cv_.wait_until(lock, *next);
     } else {
       cv_.wait(lock);
+    }
+  }
+}
+
+// --- maintenance: schedules and retention ---
+
+void Runtime::maintenance_loop() {
+  auto next_schedule = Clock::now();
+  auto next_retention = Clock::now();
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      auto wake = Clock::time_point::max();
+      if (options_.run_schedules) wake = std::min(wake, next_schedule);
+      if (options_.retention_interval) wake = std::min(wake, next_retention);
+      cv_.wait_until(lock, wake,
+                     [&] { return threads_exit_ || stop_phase_ != StopPhase::kRunning; });
+      if (threads_exit_ || stop_phase_ != StopPhase::kRunning) return;
+    }
+    const auto now = Clock::now();
+    if (options_.run_schedules && now >= next_schedule) {
+      next_schedule = now + kScheduleWaitMax;
+      auto enqueued = queue_.enqueue_due();
+      if (!enqueued) {
+        if (enqueued.error().is_unavailable()) {
+          outage_.failed("enqueuing scheduled jobs", enqueued.error());
+        } else {
+          log(LogLevel::kWarn, "cannot enqueue scheduled jobs: " + enqueued.error().message,
+              {{"event", "schedule_error"}, {"error", enqueued.error().message}});
+        }
+      } else {
+        outage_.recovered();
+        for (const ScheduledJob& job : *enqueued) {
+          log(LogLevel::kInfo,
+              "schedule " + job.schedule + ": enqueued job " + std::to_string(job.id) + " for " +
+                  format_time(job.tick),
+              {{"event", "schedule_tick"},
+               {"schedule", job.schedule},
+               {"job_id", std::to_string(job.id)},
+               {"tick", format_time(job.tick)}});
+        }
+        // Wake for the next tick of any schedule, if it comes within a second.
+        if (auto schedules = queue_.list_schedules()) {
+          const TimePoint wall =
+              std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now());
+          for (const Schedule& schedule : *schedules) {
+            auto spec = detail::ScheduleSpec::parse(schedule.spec);
+            if (!spec) continue;
+            if (auto tick = spec->next_after(wall)) {
+              const auto wait =
+                  std::clamp<Clock::duration>(*tick - wall, kScheduleWaitMin, kScheduleWaitMax);
+              next_schedule = std::min(next_schedule, now + wait);
+            }
+          }
+        }
+      }
+    }
+    if (options_.retention_interval && Clock::now() >= next_retention) {
+      run_retention(next_retention);
+    }
+  }
+}
+
+void Runtime::run_retention(Clock::time_point& next_retention) {
+  const Duration interval = *options_.retention_interval;
+  next_retention = Clock::now() + interval;
+  for (const Lane& lane : lanes_) {
+    const std::string& queue = lane.setup.queue;
+    auto claimed = queue_.claim_task("retention:" + queue, interval, options_.worker_id);
+    if (!claimed) {
+      if (claimed.error().is_unavailable()) {
+        outage_.failed("claiming the retention pass", claimed.error());
+      } else {
+        log(LogLevel::kWarn,
+            "cannot claim the retention pass of " + queue + ": " + claimed.error().message);
+      }
+      continue;
+    }
+    if (!*claimed) continue;  // another worker's turn
+    std::int64_t removed = 0;
+    for (;;) {
+      auto batch = queue_.apply_retention(queue, kRetentionBatch);
+      if (!batch) {
+        log(LogLevel::kWarn, "retention of " + queue + " stopped: " + batch.error().message,
+            {{"event", "retention_error"}, {"queue", queue}, {"error", batch.error().message}});
+        break;
+      }
+      removed += *batch;
+      if (*batch == 0) break;
+      std::unique_lock lock(mu_);
+      if (cv_.wait_for(lock, kRetentionPause,
+                       [&] { return threads_exit_ || stop_phase_ != StopPhase::kRunning; })) {
+        break;
+      }
+    }
+    if (removed > 0) {
+      log(LogLevel::kInfo,
+          "retention: removed " + std::to_string(removed) + " finished job(s) of " + queue,
+          {{"event", "retention"}, {"queue", queue}, {"removed", std::to_string(removed)}});
     }
   }
 }

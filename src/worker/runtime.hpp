@@ -1,160 +1,165 @@
-// worker/runtime.hpp — the worker runtime: leases jobs of one queue, runs each with a
-// Handler on one of N slot threads, keeps their leases alive and records their results.
+// worker/runtime.hpp — the engine of readpast::Worker (and so of `readpast work`): leases
+// jobs of its queues, runs them on handler threads, keeps their leases alive, records
+// their results, and shuts down gracefully.
 //
 // Threads (all started and joined by run()):
-//   - the caller of run(): the leasing loop. It asks for jobs only for free slots (one
-//     lease call per free slot, so that leased_by names the slot: "WORKER_ID/slotK"),
-//     and when the queue is empty waits in Queue::wait_for_work with a timeout that grows
-//     up to idle_wait_max; it never spins.
-//   - one thread per slot: runs the handler, then completes, fails or releases the job.
-//   - the heartbeat thread: every lease_duration / 3 extends every held lease in one
-//     extend_batch; a lease found lost (the job was cancelled or taken over) stops that
-//     job's handler and its result is discarded. About once a minute it also removes
-//     succeeded jobs past their retention.
-//   - the timer thread: stops handlers whose timeout or shutdown grace has run out. It
-//     never touches the database, so a slow database cannot delay a timeout.
-// Database calls that fail with kUnavailable are retried with backoff, logged once per
-// outage (OutageLog). Any other error of the leasing loop ends run() with that error,
-// after the running jobs were handled as in a shutdown.
+//   - per queue (a Lane), one fetcher: leases up to the lane's free capacity
+//     (concurrency + prefetch - held) in one call, and when the queue is empty waits in
+//     Queue::wait_for_work with a timeout that doubles from idle_wait_min to
+//     idle_wait_max; it never spins. When it stops, it releases the lane's jobs that no
+//     handler has started.
+//   - per queue, `concurrency` handler threads: each takes the next leased job of its lane,
+//     runs the handler, then fails or releases the job, or hands it to the completer.
+//   - the completer: records completions in batches (complete_batch); the completions
+//     that arrive while a batch is being recorded go together in the next one.
+//   - the heartbeat: every lease_duration / 3, extends every held lease in one
+//     extend_batch; a lease found lost stops that job's handler and discards its result.
+//   - the timer: stops handlers whose timeout or shutdown grace has run out. It never
+//     touches the database, so a slow database cannot delay a timeout.
+//   - the maintenance thread (when there is maintenance to do): enqueues the ticks of
+//     periodic schedules, and takes turns with other workers at retention.
+// Database calls that fail with kUnavailable are retried with backoff and logged once per
+// outage (OutageLog). Any other error of a fetcher ends run() with that error, after the
+// held jobs were handled as in a shutdown.
 //
-// Shutdown: the first request_stop() stops leasing; running handlers get `grace` to
-// finish, and their results are recorded normally; past it they are stopped and their
-// jobs released (no attempt spent). A second request_stop() ends the grace period now.
+// Invariants (under mu_):
+//   - every job this worker holds a lease on is in held_ from the moment its lease call
+//     returned until its settlement (complete, fail, release) returned or gave up;
+//   - lane.held counts the lane's jobs in held_; lane.ready holds those no handler took yet.
 //
 // Thread-safety: request_stop() and counters() may be called from any thread at any
-// time (request_stop is not async-signal-safe: call it from a signal-handling thread).
-// run() is called once, from one thread.
+// time. run() is called once, from one thread.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
-#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "readpast/queue.hpp"
-#include "worker/handler.hpp"
+#include "readpast/worker.hpp"
 #include "worker/outage_log.hpp"
 
 namespace readpast::worker {
 
-struct RuntimeOptions {
-  std::string queue;      // REQUIRES: a valid queue name
-  std::string worker_id;  // REQUIRES: not empty. Default in the CLI: "HOST/PID"
-  int concurrency = 1;    // slots. Default: 1
-  Duration lease_duration = std::chrono::seconds(30);  // Default: 30s
-  // Per attempt; past it the handler is stopped and the job fails. Default: none.
-  std::optional<Duration> timeout;
-  Duration grace = std::chrono::seconds(30);  // Default: 30s
-  // Return once the queue holds no available (even scheduled) and no running job.
-  bool drain = false;  // Default: false
-  // Overrides the queue's backoff for failed attempts. Default: the queue's.
-  std::optional<Backoff> backoff;
-  // Bounds of the wait between lease calls that find nothing. Default: 10ms .. 1s.
-  Duration idle_wait_min = std::chrono::milliseconds(10);
-  Duration idle_wait_max = std::chrono::seconds(1);
-  // How often expired succeeded jobs are removed. Default: 1 min.
-  Duration cleanup_interval = std::chrono::minutes(1);
-  Logger logger;  // Default: silent
-};
-
-// Totals since run() started; a consistent-enough snapshot for a progress display.
-struct RuntimeCounters {
-  std::int64_t succeeded = 0;
-  std::int64_t failed = 0;    // failed attempts (timeouts included), retried or not
-  std::int64_t dead = 0;      // of those, the ones that used the last attempt
-  std::int64_t released = 0;  // handed back at shutdown
-  std::int64_t lost = 0;      // lease lost: cancelled or taken over; result discarded
-  std::int64_t running = 0;   // now
+// One queue the runtime works on.
+struct LaneSetup {
+  std::string queue;
+  JobHandler handler;
+  QueueConfig config;
 };
 
 class Runtime {
  public:
-  // `queue` must outlive the Runtime.
-  Runtime(Queue& queue, RuntimeOptions options, Handler handler);
+  // REQUIRES: options validated (worker id set, positive lease), lanes not empty and
+  // validated. `queue` must outlive the Runtime.
+  Runtime(Queue& queue, WorkerOptions options, std::vector<LaneSetup> lanes);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  // Works until stopped (request_stop) or, with drain, until the queue is drained. Returns
-  // an error only when the leasing loop met a database error other than kUnavailable.
   Status run();
-
   void request_stop();
-  RuntimeCounters counters() const;
+  WorkerCounters counters() const;
 
  private:
   using Clock = std::chrono::steady_clock;
   enum class StopPhase { kRunning, kGraceful, kForced };
   enum class Abort { kNone, kTimedOut, kLeaseLost, kShutdown };
-  enum class JobPhase { kRunning, kSettling };
+  enum class JobPhase { kWaiting, kRunning, kSettling };
 
-  // A job held by a slot.
-  struct ActiveJob {
-    // Constant while the job is held.
+  // A job this worker holds a lease on.
+  struct Held {
+    // Constant while held.
     Job job;
+    std::size_t lane = 0;
     std::stop_source stop;  // thread-safe by itself
-    Clock::time_point started;
-    std::optional<Clock::time_point> timeout_at;
-    // Guarded by Runtime::mu_.
-    JobPhase phase = JobPhase::kRunning;
+    // Guarded by mu_.
+    JobPhase phase = JobPhase::kWaiting;
     Abort abort = Abort::kNone;
+    Clock::time_point started{};
+    std::optional<Clock::time_point> timeout_at;
+    Duration timeout{0};              // the one that applies, for the message
     Clock::time_point lease_expires;  // a conservative local estimate
   };
 
-  struct Slot {
+  struct Lane {
     // Constant after construction.
-    int number = 0;  // from 1
-    std::string worker_id;
-    // Guarded by mu_: the job the slot holds; set by the leasing loop, cleared by the slot.
-    std::unique_ptr<ActiveJob> active;
+    LaneSetup setup;
+    // Guarded by mu_.
+    std::deque<Held*> ready;  // leased, not yet taken by a handler thread
+    int held = 0;             // the lane's jobs in held_
+    bool fetcher_done = false;
   };
 
-  void leasing_loop();
-  // What one round of leasing came to.
-  struct LeaseRound {
-    int leased = 0;
-    bool unavailable = false;  // the database was unavailable: back off, then try again
-    bool end = false;          // stopping, or a fatal error (recorded in fatal_error_)
+  // A completion waiting for the completer.
+  struct Completion {
+    Held* held = nullptr;
   };
-  // Leases up to one job per free slot.
-  LeaseRound lease_for_free_slots();
-  // True when the drain condition holds (checked only when no slot holds a job).
-  bool drained();
-  void slot_loop(Slot& slot);
-  void settle(const ActiveJob& active, const HandlerOutcome& outcome, Abort abort);
+
+  void fetch_loop(std::size_t lane);
+  // Leases up to the lane's free capacity; what came of it.
+  enum class Fetched { kSome, kNone, kUnavailable, kEnd };
+  Fetched fetch_once(std::size_t lane);
+  bool drained(std::size_t lane);
+  void release_waiting(std::size_t lane);
+
+  void handler_loop(std::size_t lane);
+  JobResult call_handler(const LaneSetup& setup, const Held& held);
+  void settle(Held& held, const JobResult& result, Abort abort);
+  void record_failure(Held& held, std::string error, std::optional<Duration> retry_after,
+                      bool no_retry);
+  void release(Held& held, std::string_view why);
+  // Forgets a settled job: erases it from held_ and wakes whoever waits for capacity.
+  void forget(Held& held);
+
+  void complete_loop();
   void heartbeat_loop();
   void timer_loop();
+  void maintenance_loop();
+  void run_retention(Clock::time_point& next_retention);
 
   // Sleeps for `duration` or until a stop is requested. REQUIRES: mu_ not held.
   void sleep_unless_stopping(Duration duration);
-  // Retries `call` while it fails with kUnavailable, until `give_up` passes.
+  // Retries `call` while it fails with kUnavailable, until `give_up` (a steady time)
+  // passes or the worker is forced to stop.
   template <class Call>
-  auto retry_unavailable(std::string_view what, Call&& call, const ActiveJob* active);
-  // A fatal error of the leasing loop: remember the first, stop gracefully.
+  auto retry_unavailable(std::string_view what, Call&& call, Clock::time_point give_up,
+                         bool* was_unavailable = nullptr);
+  // A fatal error of a fetcher: remember the first, stop gracefully.
   void fail_fatally(const Error& error);
-  void log(LogLevel level, const std::string& message) const;
-  std::string slot_summary(const ActiveJob& active) const;
+  void log(LogLevel level, std::string message,
+           std::vector<std::pair<std::string, std::string>> fields = {}) const;
+  std::vector<std::pair<std::string, std::string>> job_fields(const Held& held,
+                                                              std::string_view event) const;
+  std::string describe(const Held& held) const;
 
   // Constant after construction.
   Queue& queue_;
-  const RuntimeOptions options_;
-  const Handler handler_;
+  const WorkerOptions options_;
   OutageLog outage_;
+  std::vector<Lane> lanes_;  // the vector itself is constant; Lane's guarded fields are not
 
   mutable std::mutex mu_;
   std::condition_variable cv_;  // any change of the state below
   // Guarded by mu_.
-  std::vector<Slot> slots_;  // sized once in the constructor; Slot::active guarded
+  // Keyed by address, not job id: a job whose lease this worker lost (expired while its
+  // handler still ran) may be leased by this same worker again while the first Held is
+  // still being settled.
+  std::unordered_map<const Held*, std::unique_ptr<Held>> held_;
+  std::vector<Completion> to_complete_;
   StopPhase stop_phase_ = StopPhase::kRunning;
   Clock::time_point grace_deadline_{};  // meaningful once stop_phase_ != kRunning
-  bool threads_exit_ = false;           // tells slot, heartbeat and timer threads to end
+  bool fetchers_done_ = false;          // every fetcher has ended
+  bool threads_exit_ = false;           // tells the other threads to end
   std::optional<Error> fatal_error_;
 
   // Lock-free counters, read by counters().

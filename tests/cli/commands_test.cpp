@@ -89,7 +89,7 @@ TEST_F(CliTest, StatsAsTableAndJson) {
   EXPECT_TRUE(lines[0].starts_with("QUEUE")) << table.out;
   EXPECT_TRUE(std::regex_search(lines[1], std::regex(R"(^alpha\s+2\s+0\s+0\s+0\s+0\s+0\s)")))
       << table.out;
-  EXPECT_TRUE(std::regex_search(lines[2], std::regex(R"(^beta\s+1\s+1\s+0\s+0\s+0\s+0\s+-$)")))
+  EXPECT_TRUE(std::regex_search(lines[2], std::regex(R"(^beta\s+1\s+1\s+0\s+0\s+0\s+0\s+-\s+no$)")))
       << table.out;
 
   auto json = rp({"stats", "--json"});
@@ -216,6 +216,23 @@ TEST_F(CliTest, PayloadOverTheLimitIsRefusedBeforeTheDatabase) {
   EXPECT_TRUE(is_one_line_reason(lines.err));
   EXPECT_NE(lines.err.find("line 2"), std::string::npos) << lines.err;
   EXPECT_EQ(stats("q")["available"], 0);
+  // A bad line far past the first batch still enqueues nothing: all lines are checked first.
+  std::string many;
+  for (int i = 0; i < 1500; ++i) many += "job " + std::to_string(i) + "\n";
+  auto late = rp({"enqueue", "q", "--lines", "--max-payload", "1KiB"}, input(many + big + "\n"));
+  EXPECT_EQ(late.exit_code, 1);
+  EXPECT_TRUE(is_one_line_reason(late.err));
+  EXPECT_NE(late.err.find("line 1501"), std::string::npos) << late.err;
+  EXPECT_NE(late.err.find("nothing was enqueued"), std::string::npos) << late.err;
+  EXPECT_EQ(late.out, "");
+  EXPECT_EQ(stats("q")["available"], 0);
+  // --stream sends as it reads: what came before the bad line is in, and it says how much.
+  auto streamed = rp({"enqueue", "q", "--lines", "--stream", "--max-payload", "1KiB"},
+                     input(many + big + "\n"));
+  EXPECT_EQ(streamed.exit_code, 1);
+  EXPECT_NE(streamed.err.find("1000 job(s) were enqueued"), std::string::npos) << streamed.err;
+  EXPECT_EQ(stats("q")["available"], 1000);
+  EXPECT_EQ(rp({"enqueue", "q", "--stream"}).exit_code, 2);
   // Exactly at the limit is fine.
   auto fits = rp({"enqueue", "q", "-", "--max-payload", "2000"}, input(big));
   EXPECT_EQ(fits.exit_code, 0) << fits.err;
@@ -291,11 +308,23 @@ TEST_F(CliTest, MissingDatabaseFileIsNotCreated) {
 }
 
 TEST_F(CliTest, HelpAndVersionExitZero) {
-  for (auto args : std::vector<std::vector<std::string>>{
-           {"--help"}, {"enqueue", "--help"}, {"work", "--help"}, {"--version"}}) {
+  for (auto args : std::vector<std::vector<std::string>>{{"--help"}, {"--version"}}) {
     auto r = run_readpast(dir_.path(), args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_FALSE(r.out.empty());
+  }
+  // Every command has a help of its own, listed in the top-level help.
+  const auto top = run_readpast(dir_.path(), {"--help"}).out;
+  for (const std::string command : {"init", "enqueue", "work", "stats", "list", "show", "retry",
+                                    "cancel", "purge", "pause", "resume", "schedule", "metrics"}) {
+    EXPECT_NE(top.find("  " + command), std::string::npos) << command << " is not listed";
+    auto r = run_readpast(dir_.path(), {command, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << command << ": " << r.err;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << command << ": " << r.out;
+  }
+  for (const std::string sub : {"add", "list", "remove"}) {
+    auto r = run_readpast(dir_.path(), {"schedule", sub, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << sub << ": " << r.err;
   }
   auto help = run_readpast(dir_.path(), {"work", "--help"});
   EXPECT_NE(help.out.find("--concurrency"), std::string::npos);

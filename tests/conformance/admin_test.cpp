@@ -1,4 +1,4 @@
-// cancel, retry, retry_all, purge, remove_expired_succeeded, stats, list, get.
+// cancel, retry, retry_all, purge, apply_retention, stats, list, get.
 #include <algorithm>
 #include <thread>
 
@@ -241,17 +241,17 @@ TEST_P(QueueTest, PurgeLimitDeletesAtMostThatMany) {
 
 TEST_P(QueueTest, RemoveExpiredSucceededDeletesOnlySucceededJobsPastRetention) {
   QueueOptions options;
-  options.succeeded_retention = std::chrono::milliseconds(800);
+  options.retention.succeeded = std::chrono::milliseconds(800);
   open(options);
   std::vector<JobId> done;
   for (int i = 0; i < 3; ++i) done.push_back(succeeded_job("q"));
   JobId other = succeeded_job("other");
   JobId dead = dead_job("q");
   JobId available = enqueue("q");
-  EXPECT_EQ(ok(q().remove_expired_succeeded("q")), 0) << "removed before the retention passed";
+  EXPECT_EQ(ok(q().apply_retention("q")), 0) << "removed before the retention passed";
   std::int64_t removed = 0;
   ASSERT_TRUE(eventually([&] {
-    auto n = ok(q().remove_expired_succeeded("q", 2));
+    auto n = ok(q().apply_retention("q", 2));
     EXPECT_LE(n, 2) << "went past the limit";
     removed += n;
     return removed >= 3;

@@ -40,7 +40,7 @@ TEST_P(QueueTest, RejectsInvalidQueueNamesInEveryCallThatTakesOne) {
     purge.queue = name;
     purge.state = JobState::kSucceeded;
     EXPECT_ERROR_CODE(q().purge(purge), ErrorCode::kInvalidArgument);
-    EXPECT_ERROR_CODE(q().remove_expired_succeeded(name), ErrorCode::kInvalidArgument);
+    EXPECT_ERROR_CODE(q().apply_retention(name), ErrorCode::kInvalidArgument);
     EXPECT_ERROR_CODE(q().stats(std::string_view(name)), ErrorCode::kInvalidArgument);
     ListRequest list;
     list.queue = name;

@@ -22,7 +22,7 @@ TEST_P(QueueTest, EnqueueReturnsIncreasingIds) {
 TEST_P(QueueTest, IdsAreNeverReusedAfterTheNewestJobIsDeleted) {
   // A job id may serve as an idempotency key, so a deleted job's id must not come back.
   QueueOptions options;
-  options.succeeded_retention = Duration::zero();  // complete deletes the row
+  options.retention.succeeded = Duration::zero();  // complete deletes the row
   open(options);
   enqueue("q");
   JobId newest = enqueue("q");

@@ -29,7 +29,7 @@ TEST_P(QueueTest, CompleteMarksTheJobSucceededWithFinishedAt) {
 
 TEST_P(QueueTest, CompleteDeletesTheJobWhenRetentionIsZero) {
   QueueOptions options;
-  options.succeeded_retention = Duration::zero();
+  options.retention.succeeded = Duration::zero();
   open(options);
   JobId id = enqueue("q");
   JobId other = enqueue("q");
@@ -44,7 +44,7 @@ TEST_P(QueueTest, CompleteDeletesTheJobWhenRetentionIsZero) {
 
 TEST_P(QueueTest, CompleteBatchWithZeroRetentionDeletesOnlyTheHeldJobs) {
   QueueOptions options;
-  options.succeeded_retention = Duration::zero();
+  options.retention.succeeded = Duration::zero();
   open(options);
   enqueue("q");
   enqueue("q");

@@ -38,8 +38,8 @@ Ran run_readpast(const TempDir& scratch, const std::string& db, std::vector<std:
   static int counter = 0;
   const auto out_path = scratch.path() / ("out-" + std::to_string(counter));
   const auto err_path = scratch.path() / ("err-" + std::to_string(counter++));
-  args.insert(args.begin(), READPAST_CLI);
-  std::vector<char*> argv;
+  std::string program = READPAST_CLI;
+  std::vector<char*> argv{program.data()};
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   // The environment, with READPAST_DB replaced, built before fork (the child may only make

@@ -73,6 +73,16 @@ class SqlConnection {
 
   void exec(const std::string& sql) { query(sql); }
 
+  // Runs a script of several statements (no parameters), as one implicit transaction.
+  void script(const std::string& sql) {
+    std::unique_ptr<PGresult, decltype(&PQclear)> result(PQexec(conn_.get(), sql.c_str()),
+                                                         &PQclear);
+    if (PQresultStatus(result.get()) != PGRES_COMMAND_OK &&
+        PQresultStatus(result.get()) != PGRES_TUPLES_OK) {
+      throw std::runtime_error("script: " + std::string(PQresultErrorMessage(result.get())));
+    }
+  }
+
  private:
   std::unique_ptr<PGconn, decltype(&PQfinish)> conn_;
 };
@@ -98,9 +108,9 @@ struct LogCapture {
   std::mutex mu;
   std::vector<std::string> lines;
   Logger logger() {
-    return [this](LogLevel, const std::string& line) {
+    return [this](const LogRecord& record) {
       std::lock_guard lock(mu);
-      lines.push_back(line);
+      lines.push_back(record.message);
     };
   }
   int count(const std::string& needle) {

@@ -3,6 +3,7 @@
 // of the engine: text it records is made valid UTF-8.
 #include <future>
 
+#include "engines/postgres/postgres_sql.hpp"
 #include "pg_test_util.hpp"
 
 namespace readpast::test {
@@ -26,10 +27,11 @@ TEST_F(SchemaTest, InitIsIdempotent) {
   QueueOptions options;
   options.init_schema = true;
   Queue queue = must(Queue::open(url_, options));
-  EXPECT_EQ(must(queue.init()), 1);
-  EXPECT_EQ(must(queue.init()), 1);
+  EXPECT_EQ(must(queue.init()), detail::pg::kSchemaVersion);
+  EXPECT_EQ(must(queue.init()), detail::pg::kSchemaVersion);
   SqlConnection db(url_);
-  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.schema_version"), "1");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.schema_version"),
+            std::to_string(detail::pg::kSchemaVersion));
 }
 
 TEST_F(SchemaTest, ConcurrentInitsAreSafe) {
@@ -46,7 +48,7 @@ TEST_F(SchemaTest, ConcurrentInitsAreSafe) {
   for (auto& init : inits) {
     auto version = init.get();
     ASSERT_TRUE(version) << version.error().message;
-    EXPECT_EQ(*version, 1);
+    EXPECT_EQ(*version, detail::pg::kSchemaVersion);
   }
 }
 
@@ -106,6 +108,38 @@ TEST_F(SchemaTest, ANewerSchemaIsRefused) {
   auto init = Queue::open(url_, options);
   ASSERT_FALSE(init);
   EXPECT_EQ(init.error().code, ErrorCode::kSchema);
+}
+
+TEST_F(SchemaTest, InitUpgradesADatabaseThatAnEarlierReleaseCreated) {
+  // The database as release 1 left it: migration 1 only, with a job in it.
+  const auto schema = must(detail::pg::SchemaName::parse("readpast"));
+  const detail::pg::Sql statements(schema);
+  {
+    SqlConnection db(url_);
+    db.script(statements.create_schema);
+    db.script(statements.migrations[0]);
+    db.exec("INSERT INTO readpast.schema_version (version) VALUES (1)");
+    db.scalar("SELECT readpast.enqueue('q', 'from release 1')");
+  }
+  auto old = Queue::open(url_);
+  ASSERT_FALSE(old);
+  EXPECT_EQ(old.error().code, ErrorCode::kSchema);
+  EXPECT_NE(old.error().message.find("older"), std::string::npos) << old.error().message;
+
+  QueueOptions options;
+  options.init_schema = true;
+  Queue queue = must(Queue::open(url_, options));
+  EXPECT_EQ(must(queue.init()), detail::pg::kSchemaVersion);
+  // The job survived, and what migration 2 added works.
+  must(queue.pause("q"));
+  EXPECT_TRUE(must(queue.lease({.queue = "q", .worker_id = "w"})).empty());
+  SqlConnection db(url_);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.lease('q', 'sql')"), "0")
+      << "the SQL function lease() ignores the pause";
+  must(queue.resume("q"));
+  auto leased = must(queue.lease({.queue = "q", .worker_id = "w"}));
+  ASSERT_EQ(leased.size(), 1u);
+  EXPECT_EQ(leased[0].payload, "from release 1");
 }
 
 TEST_F(SchemaTest, TheStorageSettingsAreInPlace) {

@@ -1,26 +1,48 @@
-// Histories of multi-process runs, and the checker that judges them.
+// Histories of fault tests (Jepsen-style), and the checker that judges them.
 //
-// Each worker process appends what it saw to its own file, one JSON object per line:
+// Each process of a run appends what it saw to its own file, one JSON object per line:
+//   {"type":"enqueue","job":7,"payload":"job-7","process":"test","accepted":true,
+//    "max_attempts":25,"t_start":…,"t":…}
 //   {"type":"lease","job":7,"token":"…","process":"p1","worker":"p1/t0","attempt":1,
 //    "t_lease_start":…,"t_lease_end":…,"lease_expires_at":…}
+//   {"type":"exec_start","job":7,"token":"…","process":"p1","worker":"p1/t0","attempt":1,
+//    "pid":123,"t":…}
+//   {"type":"exec_end", … same …, "result":"ok"}   ("ok", "exit 3", "signal 11")
 //   {"type":"complete","job":7,"token":"…","process":"p1","worker":"p1/t0",
 //    "accepted":true,"t_start":…,"t":…}
-// "accepted" is null when the worker cannot know the outcome: a completion whose reply was
-// lost (the database became unavailable) and whose re-send was refused as lease lost may
-// have committed the first time.
-// Times are microseconds since the Unix epoch: t_* from the worker's wall clock (before and
+//   {"type":"fail"|"extend"|"release", … like complete …, "outcome":"retrying"|"dead",
+//    "lease_us":…}   (outcome: an accepted fail; lease_us: the extension asked for)
+//   {"type":"fault","kind":"sigkill","target":"p3","t_start":…,"t":…,"detail":"…"}
+// "accepted" is null when the caller cannot know the outcome: a call whose reply was lost
+// (the database became unavailable) and whose re-send was refused as lease lost may have
+// committed the first time; an enqueue answered kUnavailable may have committed.
+// A fault is what the test injected (a signal to a process, a server restart, a network
+// fault, a clock jump, a full disk); its target is the process it hit, or "" when it hit
+// every process (the server, the network). Faults are what explain duplicate executions.
+// Times are microseconds since the Unix epoch: t_* from the writer's wall clock (before and
 // after the call), lease_expires_at from the database. Lines are written whole and flushed
 // one by one, so a process killed with SIGKILL leaves every line it finished (a torn last
 // line is skipped by the reader).
 //
 // The checker reads every file, the ids that were enqueued and the final rows, and fails on
-//   - an enqueued job that did not end succeeded (lost), or a job that was never enqueued;
+//   - an acknowledged job that ended neither succeeded nor dead with its attempts spent
+//     (lost); a row that no enqueue acknowledged nor may have committed (never enqueued);
+//     an enqueue that reported a definite error, yet its row exists (false failure);
 //   - more than one accepted completion of a job;
 //   - two leases of one job valid at the same time: a lease must be granted after the
-//     previous one expired or was completed;
-//   - an accepted completion whose token was not the job's latest lease's;
-//   - a job leased again after its completion was accepted;
-//   - a succeeded job without any recorded lease, or with fewer attempts than leases.
+//     previous one expired (extensions included) or was settled (completed, failed,
+//     released) — unless the previous holder was killed after running the job and before
+//     recording its answer (its settling call may have committed unseen);
+//   - an accepted completion whose token was not the job's latest lease's, or an accepted
+//     fail, extend or release with the token of a lease that a later one had replaced;
+//   - a state change after a terminal state: a lease or an accepted settling call after the
+//     job's completion or its fail to dead was accepted; a final row whose state contradicts
+//     that terminal event (a stale worker may still run the job: that is a duplicate
+//     execution, counted, not a state change);
+//   - a delivery beyond max attempts (a lease whose attempt exceeds max_attempts);
+//   - a succeeded job without any recorded lease, or with fewer attempts than leases that
+//     were not released;
+//   - a duplicate execution that nothing explains (see below).
 // Outages (the database unavailable, e.g. restarted, mid-run) leave two kinds of gaps:
 //   - a completion of unknown outcome (see above). A succeeded job whose only completions
 //     are of unknown outcome counts as completed once (by one of them: fencing lets at most
@@ -32,8 +54,24 @@
 //     its worker knowing; the job comes back once that lease expires. Such leases are not
 //     in the history, so attempts may exceed the recorded leases, and no rule assumes that
 //     consecutive recorded leases were consecutive grants.
-// It counts duplicate executions (jobs leased more than once), which the delivery guarantee
-// allows, jobs reclaimed from killed processes, and completions of unknown outcome.
+//
+// Executions. A job runs once per lease (mp_worker), or once per exec_start event when the
+// history has them. A run after an accepted fail is a retry, not a duplicate. Any other
+// second run is a duplicate execution, which at-least-once delivery allows; each one is
+// explained by what ended the lease before it, in this order:
+//   "fault:KIND"   an injected fault hit that lease's process (or everything) while the
+//                  lease was held (from its grant to the next lease's grant);
+//   "released"     the holder released the job after it started running it (shutdown);
+//   "outage"       the holder's completion had an unknown outcome;
+//   "late worker"  the lease expired while its holder was alive: the holder's settling
+//                  call came too late and was refused as lease lost (no fault injected);
+// anything else is "unexplained", a violation unless CheckOptions says otherwise.
+//
+// Black-box runs (`readpast work --exec` with a command that records exec_start/exec_end):
+// there are no lease or settle events; each exec_start stands for a lease (its expiry
+// unknown, so the overlap rule cannot apply), and the final row's lease token tells which
+// execution's completion was accepted. A fault explains a duplicate there if it struck the
+// process before the next run began (the lease's grant is not known).
 //
 // Thread-safety: HistoryWriter may be shared by threads; the rest are plain functions.
 #pragma once
@@ -43,12 +81,27 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "readpast/job.hpp"
 #include "readpast/time.hpp"
 
 namespace readpast::test {
+
+// An enqueue as its caller saw it. accepted: acknowledged with an id; unknown: answered
+// kUnavailable (it may have committed); neither: refused with a definite error.
+struct EnqueueEvent {
+  JobId job = 0;        // the id, when acknowledged
+  std::string payload;  // the test's key for the job (text; matched against the rows)
+  std::string process;
+  bool accepted = false;
+  bool unknown = false;
+  std::string error;
+  int max_attempts = kDefaultMaxAttempts;
+  TimePoint t_start{};
+  TimePoint t{};
+};
 
 struct LeaseEvent {
   JobId job = 0;
@@ -58,7 +111,21 @@ struct LeaseEvent {
   int attempt = 0;
   TimePoint t_lease_start{};     // wall clock just before the lease call
   TimePoint t_lease_end{};       // wall clock just after it returned
-  TimePoint lease_expires_at{};  // as the database set it
+  TimePoint lease_expires_at{};  // as the database set it (the epoch when unknown)
+};
+
+// A job's handler (or command) starting or ending.
+struct ExecEvent {
+  enum class Phase { kStart, kEnd };
+  Phase phase = Phase::kStart;
+  JobId job = 0;
+  std::string token;
+  std::string process;
+  std::string worker;
+  int attempt = 0;
+  long pid = 0;        // the process that ran it
+  std::string result;  // kEnd: "ok", "exit N", "signal N"
+  TimePoint t{};
 };
 
 struct CompleteEvent {
@@ -75,6 +142,34 @@ struct CompleteEvent {
   TimePoint t{};        // wall clock just after it returned
 };
 
+// fail, extend and release: the other fenced calls.
+struct SettleEvent {
+  enum class Kind { kFail, kExtend, kRelease };
+  Kind kind = Kind::kFail;
+  JobId job = 0;
+  std::string token;
+  std::string process;
+  std::string worker;
+  bool accepted = false;
+  bool unknown = false;  // as for CompleteEvent
+  std::string error;
+  std::string outcome;        // an accepted fail: "retrying" or "dead"
+  Duration lease_duration{};  // extend: the new lease's length
+  TimePoint t_start{};
+  TimePoint t{};
+};
+
+// Something the test did to the run.
+struct FaultEvent {
+  std::string kind;    // "sigkill", "sigstop", "restart", "proxy_reset", "clock_jump", …
+  std::string target;  // the process it hit; "" when it hit every process
+  std::string detail;
+  TimePoint t_start{};  // when it began
+  TimePoint t{};        // when it ended (== t_start for an instant fault)
+};
+
+std::string_view to_string(SettleEvent::Kind kind) noexcept;
+
 // Appends events to one file (O_APPEND, one write(2) per line).
 class HistoryWriter {
  public:
@@ -85,8 +180,12 @@ class HistoryWriter {
   HistoryWriter& operator=(const HistoryWriter&) = delete;
 
   // Throw std::system_error when the line cannot be written.
+  void record(const EnqueueEvent& event);
   void record(const LeaseEvent& event);
+  void record(const ExecEvent& event);
   void record(const CompleteEvent& event);
+  void record(const SettleEvent& event);
+  void record(const FaultEvent& event);
 
  private:
   void write_line(const std::string& line);
@@ -95,8 +194,12 @@ class HistoryWriter {
 };
 
 struct History {
+  std::vector<EnqueueEvent> enqueues;
   std::vector<LeaseEvent> leases;
+  std::vector<ExecEvent> execs;
   std::vector<CompleteEvent> completions;
+  std::vector<SettleEvent> settles;
+  std::vector<FaultEvent> faults;
   // Lines that could not be read, other than a torn last line ("file:line: why").
   std::vector<std::string> bad_lines;
   std::int64_t torn_lines = 0;
@@ -106,16 +209,26 @@ struct History {
 // file cannot be read.
 void read_history_file(const std::string& path, History& history);
 
+std::string to_json_line(const EnqueueEvent& event);
 std::string to_json_line(const LeaseEvent& event);
+std::string to_json_line(const ExecEvent& event);
 std::string to_json_line(const CompleteEvent& event);
+std::string to_json_line(const SettleEvent& event);
+std::string to_json_line(const FaultEvent& event);
 
 struct CheckOptions {
   // Allowance for comparing the database's clock (lease_expires_at) with the workers' wall
   // clocks: both run on this machine, but each reads its clock at a slightly different
   // instant than the one it stands for, and the database may round.
   Duration clock_tolerance = std::chrono::milliseconds(50);
-  // Processes killed mid-run: a job they completed may lack the line that says so.
+  // Processes killed mid-run at a time not recorded: a job they completed may lack the
+  // line that says so, and they explain the duplicate executions of the leases they held.
+  // (The targets of "sigkill" fault events count as killed too.)
   std::set<std::string> killed_processes;
+  // A duplicate execution that nothing explains is a violation. Default: true.
+  bool require_explained_duplicates = true;
+  // The history has exec events but no lease or settle events (`readpast work --exec`).
+  bool black_box = false;
 };
 
 struct CheckReport {
@@ -128,27 +241,58 @@ struct CheckReport {
   // have no accepted completion but some of unknown outcome (each counts as completed once).
   std::int64_t unknown_completions = 0;
   std::int64_t completed_by_unknown = 0;
-  // Jobs leased more than once (each lease is one execution), and how many leases each
-  // such job had: leases per job → number of jobs.
+  // Enqueues: acknowledged, refused, of unknown outcome (and of those, how many committed).
+  std::int64_t enqueues_acknowledged = 0;
+  std::int64_t enqueues_refused = 0;
+  std::int64_t enqueues_unknown = 0;
+  std::int64_t enqueues_unknown_committed = 0;
+  // Fail, extend and release calls: accepted and refused (lease lost), by kind.
+  std::map<std::string, std::int64_t> settles_accepted;
+  std::map<std::string, std::int64_t> settles_refused;
+  // Executions (exec_start events, or leases when the history has none), runs after an
+  // accepted fail, and duplicate executions: extra runs of one job, by cause (see above).
+  std::int64_t executions = 0;
+  std::int64_t retries = 0;
   std::int64_t duplicate_executions = 0;
+  std::map<std::string, std::int64_t> duplicate_causes;
+  // Duplicate executions that began while the run before them was still going (a command
+  // orphaned by a killed worker, a stopped worker's handler).
+  std::int64_t overlapping_executions = 0;
+  // Executions that began after the job's completion or fail to dead was accepted (by a
+  // worker that had not yet learnt that its lease was gone).
+  std::int64_t executions_after_end = 0;
+  // How many leases each job had: leases per job → number of jobs.
   std::map<int, std::int64_t> leases_per_job;
+  // Final states.
+  std::int64_t succeeded = 0;
+  std::int64_t dead = 0;
+  // The headline figures: jobs lost, and jobs completed more than once.
+  std::int64_t lost = 0;
+  std::int64_t double_completions = 0;
+  // Faults injected, by kind.
+  std::map<std::string, std::int64_t> faults;
   // Jobs whose lease by a killed process was followed by another process's lease.
   std::int64_t reclaimed_from_killed = 0;
-  // Succeeded jobs whose accepted completion a killed process did not get to record.
+  // Succeeded jobs whose accepted completion a killed process did not get to record, and
+  // leases of killed processes that were followed by another before they expired: the
+  // process had run the job and must have settled it (fail, release) unrecorded.
   std::int64_t unrecorded_completions = 0;
+  std::int64_t unrecorded_settles = 0;
 
   // How long the workers' calls took (wall clock), the slowest of each kind, and how many
   // calls took over a second: a lease shorter than that can expire before its completion.
   Duration slowest_lease_call{0};
   Duration slowest_complete_call{0};
   std::int64_t calls_over_1s = 0;
-  // The first few rejected completions, described (not violations: a lease may expire
-  // before its worker completes, and then fencing must reject the late completion).
+  // The first few refused completions, described (not violations: a lease may expire
+  // before its worker completes, and then fencing must refuse the late completion).
   std::vector<std::string> rejections;
 
   bool ok() const { return violations.empty(); }
   // Counts and up to `max_violations` violations, for a test's failure message.
   std::string summary(std::size_t max_violations = 25) const;
+  // The figures as one JSON object (for scripts/reliability.sh).
+  std::string figures_json() const;
 };
 
 CheckReport check_history(const History& history, const std::vector<JobId>& enqueued,

@@ -85,6 +85,24 @@ TEST(ParseDuration, RejectsValuesBeyondOneHundredYearsAndOverflow) {
   }
 }
 
+// Found by the fuzz_duration target: hundreds of digits made std::stod throw, and the
+// command line died with "internal error: stod" (exit 1) instead of a usage error.
+TEST(ParseDuration, HundredsOfDigitsAreAnErrorNotAnException) {
+  const std::string huge(400, '9');
+  for (const std::string& text : {huge + "s", huge + ".5ms", "1" + huge + "d"}) {
+    auto parsed = parse_duration(text);
+    ASSERT_FALSE(parsed.has_value()) << text;
+    EXPECT_EQ(parsed.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(parsed.error().message.find("too long"), std::string::npos) << parsed.error().message;
+  }
+  // So small that it underflows a double: zero.
+  EXPECT_EQ(must_parse("0." + std::string(400, '0') + "1s"), Duration::zero());
+  // What stod read, from_chars reads the same.
+  EXPECT_EQ(must_parse("1.s"), seconds(1));
+  EXPECT_EQ(must_parse(".5s"), milliseconds(500));
+  EXPECT_EQ(must_parse("007s"), seconds(7));
+}
+
 TEST(FormatDuration, WritesTheDocumentedExamples) {
   EXPECT_EQ(format_duration(seconds(90)), "1m30s");
   EXPECT_EQ(format_duration(milliseconds(250)), "250ms");
@@ -165,6 +183,23 @@ TEST(ParseTime, RejectsGarbage) {
     if (!parsed) {
       EXPECT_EQ(parsed.error().code, ErrorCode::kInvalidArgument) << text;
     }
+  }
+}
+
+// Found by the fuzz_time target: an offset carried the time out of the years RFC 3339 can
+// write, so format_time produced "10000-01-01T..." that parse_time could not read back.
+TEST(ParseTime, RejectsTimesOutsideYearsZeroToNineThousandNineHundredNinetyNineInUtc) {
+  for (std::string_view text : {"9999-12-31T23:59:59.999999-23:59", "0000-01-01T00:00:00+00:01"}) {
+    auto parsed = parse_time(text);
+    EXPECT_FALSE(parsed.has_value()) << "'" << text << "' was accepted as " << format_time(*parsed);
+  }
+  for (std::string_view text : {"9999-12-31T23:59:59.999999Z", "0000-01-01T00:00:00Z",
+                                "0000-01-01T00:00:00-01:00", "9999-12-31T10:00:00+01:00"}) {
+    auto parsed = parse_time(text);
+    ASSERT_TRUE(parsed.has_value()) << text;
+    auto back = parse_time(format_time(*parsed));
+    ASSERT_TRUE(back.has_value()) << format_time(*parsed);
+    EXPECT_EQ(*back, *parsed);
   }
 }
 

@@ -58,6 +58,16 @@ TEST(DatabaseUrl, SqliteRejectsUnknownOrMalformedParameters) {
   }
 }
 
+// Found by the fuzz_url target: the printable form of a sqlite: URL was the URL itself.
+TEST(DatabaseUrl, SqliteUrlsAreRedactedToo) {
+  auto bad = parse_database_url("sqlite:jobs.db?password=" + std::string(kSecret));
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().message.find(kSecret), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("password=***"), std::string::npos) << bad.error().message;
+  auto odd = must_parse("sqlite://user:" + std::string(kSecret) + "@host/x.db");
+  EXPECT_EQ(odd.redacted, "sqlite://user:***@host/x.db");
+}
+
 TEST(DatabaseUrl, SqliteNeedsAPath) {
   for (std::string_view text : {"sqlite:", "sqlite:?synchronous=normal"}) {
     auto parsed = parse_database_url(text);
@@ -99,6 +109,21 @@ TEST(DatabaseUrl, PostgresSchemaParameterIsReadpastsOwn) {
   EXPECT_EQ(url.postgres_conninfo.find("schema"), std::string::npos) << url.postgres_conninfo;
   EXPECT_NE(url.postgres_conninfo.find("sslmode=disable"), std::string::npos);
   EXPECT_NE(url.postgres_conninfo.find("connect_timeout=5"), std::string::npos);
+}
+
+TEST(DatabaseUrl, PostgresReplyTimeoutParameterIsReadpastsOwn) {
+  auto url = must_parse("postgresql://h/db?sslmode=disable&reply_timeout=30s&schema=s");
+  EXPECT_EQ(url.postgres_conninfo, "postgresql://h/db?sslmode=disable");
+  EXPECT_EQ(url.params.at("reply_timeout"), "30s");
+  EXPECT_EQ(url.params.at("schema"), "s");
+  // A bad value is a bad URL, found before any connection is tried.
+  for (const char* bad : {"postgresql://u:pw@127.0.0.1:1/db?reply_timeout=soon",
+                          "postgresql://u:pw@127.0.0.1:1/db?reply_timeout=0s"}) {
+    auto opened = Queue::open(bad);
+    ASSERT_FALSE(opened.has_value()) << bad;
+    EXPECT_EQ(opened.error().code, ErrorCode::kInvalidArgument) << opened.error().message;
+    EXPECT_NE(opened.error().message.find("reply_timeout"), std::string::npos);
+  }
 }
 
 TEST(DatabaseUrl, PostgresKeywordFormIsRedacted) {

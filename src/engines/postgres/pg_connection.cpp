@@ -2,8 +2,12 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <array>
+#include <cerrno>
 #include <charconv>
+#include <chrono>
+#include <cstdint>
 #include <cstring>
 
 namespace readpast::detail::pg {
@@ -98,6 +102,15 @@ Result<ConnectionConfig> make_connection_config(const DatabaseUrl& url) {
                   "libpq cannot parse it (its reason may quote the password, so it is not shown)");
     return fail_with(Error::invalid_argument("bad URL '" + config.redacted + "': " + why));
   }
+  if (auto it = url.params.find("reply_timeout"); it != url.params.end()) {
+    auto timeout = parse_duration(it->second);
+    if (!timeout || *timeout <= Duration::zero()) {
+      return fail_with(Error::invalid_argument(
+          "bad URL '" + config.redacted +
+          "': reply_timeout must be a duration of more than zero (e.g. 30s, 5m)"));
+    }
+    config.reply_timeout = *timeout;
+  }
   for (PQconninfoOption* o = options.get(); o->keyword != nullptr; ++o) {
     if (o->val == nullptr || *o->val == '\0') continue;
     if (std::strcmp(o->keyword, "password") == 0) config.secrets.emplace_back(o->val);
@@ -112,8 +125,12 @@ Result<ConnectionConfig> make_connection_config(const DatabaseUrl& url) {
   return config;
 }
 
-Connection::Connection(Key, PGconn* conn, bool owned, std::vector<std::string> secrets)
-    : conn_(conn, Closer{owned}), prepare_(owned), secrets_(std::move(secrets)) {}
+Connection::Connection(Key, PGconn* conn, bool owned, std::vector<std::string> secrets,
+                       Duration reply_timeout)
+    : conn_(conn, Closer{owned}),
+      prepare_(owned),
+      secrets_(std::move(secrets)),
+      reply_timeout_(reply_timeout) {}
 
 Result<std::unique_ptr<Connection>> Connection::open(const ConnectionConfig& config) {
   // libpq applies keywords in order, the last occurrence winning, and expands "dbname"
@@ -135,13 +152,18 @@ Result<std::unique_ptr<Connection>> Connection::open(const ConnectionConfig& con
   PGconn* raw = PQconnectdbParams(keywords.data(), values.data(), /*expand_dbname=*/1);
   if (raw == nullptr)
     return fail_with(Error::unavailable("cannot connect to PostgreSQL: out of memory"));
-  auto connection = std::make_unique<Connection>(Key{}, raw, true, config.secrets);
+  auto connection =
+      std::make_unique<Connection>(Key{}, raw, true, config.secrets, config.reply_timeout);
   if (PQstatus(raw) != CONNECTION_OK) {
     return fail_with(
         Error::unavailable("cannot connect to PostgreSQL at '" + config.redacted +
                            "': " + clean_message(PQerrorMessage(raw), config.secrets)));
   }
   PQsetNoticeProcessor(raw, discard_notice, nullptr);
+  // Non-blocking, so that no send or receive can outlast reply_timeout (round_trip()).
+  if (PQsetnonblocking(raw, 1) != 0) {
+    return fail_with(Error::internal("cannot make the PostgreSQL connection non-blocking"));
+  }
   // gen_random_uuid() is built in from 13 on; binary timestamps need integer datetimes
   // (the only choice since 10).
   if (PQserverVersion(raw) < 130000) {
@@ -199,30 +221,90 @@ Error Connection::error_from(const PGresult* result) {
   return Error::internal("PostgreSQL: " + message);
 }
 
+Error Connection::give_up() {
+  broken_ = true;
+  return Error::unavailable("no reply from PostgreSQL within " + format_duration(reply_timeout_) +
+                            ": the connection is given up as dead (reply_timeout)");
+}
+
+Result<ResultPtr> Connection::round_trip(const std::function<int(PGconn*)>& send,
+                                         const std::function<PGresult*(PGconn*)>& sync) {
+  PGconn* conn = conn_.get();
+  if (!prepare_) return ResultPtr(sync(conn));
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + reply_timeout_;
+  // Waits until the socket is ready for `events`; false once the deadline has passed.
+  auto wait_for = [&](short events) {
+    while (true) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) return false;
+      pollfd fd{PQsocket(conn), events, 0};
+      const int rc = ::poll(&fd, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 60'000)));
+      if (rc > 0 || (rc < 0 && errno != EINTR)) return true;  // libpq reports any error
+    }
+  };
+  if (send(conn) == 0) return fail_with(error_from(nullptr));
+  // Send all of it (a big batch may not fit the socket's buffer at once).
+  while (true) {
+    const int flushed = PQflush(conn);
+    if (flushed < 0) return fail_with(error_from(nullptr));
+    if (flushed == 0) break;
+    if (!wait_for(POLLIN | POLLOUT)) return fail_with(give_up());
+    if (PQconsumeInput(conn) == 0) return fail_with(error_from(nullptr));
+  }
+  ResultPtr last;
+  while (true) {
+    while (PQisBusy(conn) == 0) {
+      ResultPtr next(PQgetResult(conn));
+      if (!next) return last;
+      // The first error stays: the statements after it did not run (as with PQexec).
+      if (!last || PQresultStatus(last.get()) != PGRES_FATAL_ERROR) last = std::move(next);
+    }
+    if (!wait_for(POLLIN)) return fail_with(give_up());
+    if (PQconsumeInput(conn) == 0) return fail_with(error_from(nullptr));
+  }
+}
+
 Result<Rows> Connection::run(const Statement& statement, const Params& params,
                              std::string& sqlstate) {
-  PGconn* conn = conn_.get();
   auto failed = [&](const PGresult* result) {
     const char* state = result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
     sqlstate = state != nullptr ? state : "";
     return fail_with(error_from(result));
   };
   if (prepare_ && !prepared_.contains(statement.name)) {
-    ResultPtr prepared(PQprepare(conn, statement.name.c_str(), statement.sql.c_str(), 0, nullptr));
-    if (!prepared || PQresultStatus(prepared.get()) != PGRES_COMMAND_OK) {
-      return failed(prepared.get());
+    auto prepared = round_trip(
+        [&](PGconn* c) {
+          return PQsendPrepare(c, statement.name.c_str(), statement.sql.c_str(), 0, nullptr);
+        },
+        [&](PGconn* c) {
+          return PQprepare(c, statement.name.c_str(), statement.sql.c_str(), 0, nullptr);
+        });
+    if (!prepared) {
+      sqlstate.clear();
+      return fail_with(prepared.error());
+    }
+    if (!*prepared || PQresultStatus(prepared->get()) != PGRES_COMMAND_OK) {
+      return failed(prepared->get());
     }
     prepared_.insert(statement.name);
   }
-  ResultPtr result(prepare_ ? PQexecPrepared(conn, statement.name.c_str(), params.size(),
-                                             params.values(), params.lengths(), params.formats(),
-                                             /*resultFormat=*/1)
-                            : PQexecParams(conn, statement.sql.c_str(), params.size(), nullptr,
-                                           params.values(), params.lengths(), params.formats(),
-                                           /*resultFormat=*/1));
-  const auto status = result ? PQresultStatus(result.get()) : PGRES_FATAL_ERROR;
-  if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) return Rows(std::move(result));
-  return failed(result.get());
+  auto result = round_trip(
+      [&](PGconn* c) {
+        return PQsendQueryPrepared(c, statement.name.c_str(), params.size(), params.values(),
+                                   params.lengths(), params.formats(), /*resultFormat=*/1);
+      },
+      [&](PGconn* c) {
+        return PQexecParams(c, statement.sql.c_str(), params.size(), nullptr, params.values(),
+                            params.lengths(), params.formats(), /*resultFormat=*/1);
+      });
+  if (!result) {
+    sqlstate.clear();
+    return fail_with(result.error());
+  }
+  const auto status = *result ? PQresultStatus(result->get()) : PGRES_FATAL_ERROR;
+  if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) return Rows(std::move(*result));
+  return failed(result->get());
 }
 
 Result<Rows> Connection::exec(const Statement& statement, const Params& params) {
@@ -242,17 +324,25 @@ Result<Rows> Connection::exec(const Statement& statement, const Params& params) 
   if (sqlstate == "0A000") {
     std::unique_ptr<char, FreeMem> name(
         PQescapeIdentifier(conn, statement.name.c_str(), statement.name.size()));
-    if (name) ResultPtr(PQexec(conn, ("DEALLOCATE " + std::string(name.get())).c_str()));
+    if (name) {
+      const std::string deallocate = "DEALLOCATE " + std::string(name.get());
+      auto done = round_trip([&](PGconn* c) { return PQsendQuery(c, deallocate.c_str()); },
+                             [&](PGconn* c) { return PQexec(c, deallocate.c_str()); });
+      if (!done) return fail_with(done.error());
+    }
   }
   return run(statement, params, sqlstate);
 }
 
 Status Connection::exec_script(std::string_view sql) {
   if (broken_) return fail_with(Error::unavailable("lost the connection to PostgreSQL"));
-  ResultPtr result(PQexec(conn_.get(), std::string(sql).c_str()));
-  const auto status = result ? PQresultStatus(result.get()) : PGRES_FATAL_ERROR;
+  const std::string text(sql);
+  auto result = round_trip([&](PGconn* c) { return PQsendQuery(c, text.c_str()); },
+                           [&](PGconn* c) { return PQexec(c, text.c_str()); });
+  if (!result) return fail_with(result.error());
+  const auto status = *result ? PQresultStatus(result->get()) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return {};
-  return fail_with(error_from(result.get()));
+  return fail_with(error_from(result->get()));
 }
 
 bool Connection::ready_for_reuse() {

@@ -5,7 +5,8 @@
 // contains the password (ConnectionConfig::secrets are scrubbed from libpq's text, and only
 // DatabaseUrl::redacted is ever printed). A lost connection, a server shutting down or
 // refusing connections, a serialization failure or deadlock, a read-only server (after a
-// fail-over) → kUnavailable: the operation may be retried. Missing schema objects →
+// fail-over), no reply within ConnectionConfig::reply_timeout → kUnavailable: the operation
+// may be retried (its outcome is unknown when the reply was lost). Missing schema objects →
 // kSchema. A unique violation → kConflict. Text it cannot store, or a time or duration
 // out of its range → kInvalidArgument. Anything else the server reports → kInternal.
 //
@@ -14,6 +15,7 @@
 
 #include <libpq-fe.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,14 +26,22 @@
 #include "engines/postgres/pg_values.hpp"
 #include "engines/postgres/postgres_sql.hpp"
 #include "readpast/error.hpp"
+#include "readpast/time.hpp"
 
 namespace readpast::detail::pg {
+
+// How long a statement may wait for the server's reply (URL parameter reply_timeout).
+inline constexpr Duration kDefaultReplyTimeout = std::chrono::minutes(5);
 
 // How to reach the server, and what never to print.
 struct ConnectionConfig {
   std::string conninfo;              // libpq URI or keywords; may hold a password: never print it
   std::string redacted;              // the printable form of the URL
   std::vector<std::string> secrets;  // the password as written and as decoded
+  // A connection whose server has not answered a statement within this is given up as dead:
+  // TCP keepalive and tcp_user_timeout cannot see a peer that stops answering while its TCP
+  // stays up (a hung server or pooler, a proxy that swallows the bytes).
+  Duration reply_timeout = kDefaultReplyTimeout;  // Default: 5 minutes
 };
 
 // Checks the connection string with libpq's own parser and collects its secrets.
@@ -56,7 +66,8 @@ class Connection {
     friend class Connection;
     Key() = default;
   };
-  Connection(Key, PGconn* conn, bool owned, std::vector<std::string> secrets);
+  Connection(Key, PGconn* conn, bool owned, std::vector<std::string> secrets,
+             Duration reply_timeout = kDefaultReplyTimeout);
 
   Connection(Connection&&) noexcept = default;
   Connection& operator=(Connection&&) noexcept = default;
@@ -86,6 +97,14 @@ class Connection {
 
   // On failure, `sqlstate` receives the server's SQLSTATE (empty when libpq failed).
   Result<Rows> run(const Statement& statement, const Params& params, std::string& sqlstate);
+  // One round trip. On an owned connection (non-blocking): `send` (a PQsend* call), then the
+  // results, waiting at most reply_timeout_ for the server; the last result comes back (the
+  // first error, if any, as PQexec would). A borrowed connection is the caller's: `sync`
+  // (the blocking PQexec* call) runs instead. A null result is libpq failing (see error_from).
+  Result<ResultPtr> round_trip(const std::function<int(PGconn*)>& send,
+                               const std::function<PGresult*(PGconn*)>& sync);
+  // Marks the connection broken: no reply within reply_timeout_.
+  Error give_up();
   // Maps a failed result (or a missing one) onto readpast::Error; marks the connection
   // broken when it is lost.
   Error error_from(const PGresult* result);
@@ -94,6 +113,7 @@ class Connection {
   bool prepare_ = true;
   bool broken_ = false;
   std::vector<std::string> secrets_;
+  Duration reply_timeout_;
   std::unordered_set<std::string> prepared_;  // statement names prepared on this session
 };
 

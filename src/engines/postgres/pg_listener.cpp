@@ -8,6 +8,8 @@
 #include <array>
 #include <chrono>
 
+#include "core/log.hpp"
+
 namespace readpast::detail::pg {
 namespace {
 
@@ -94,9 +96,7 @@ bool Listener::wait_readable(int socket, const std::stop_token& stop) {
 }
 
 void Listener::run(std::stop_token stop) {
-  auto log = [&](LogLevel level, const std::string& line) {
-    if (logger_) logger_(level, line);
-  };
+  auto log = [&](LogLevel level, const std::string& line) { detail::emit(logger_, level, line); };
   std::unique_ptr<Connection> connection;
   auto backoff = std::chrono::duration_cast<Duration>(kFirstBackoff);
   bool outage_logged = false;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/log.hpp"
+
 namespace readpast::detail::pg {
 namespace {
 
@@ -28,7 +30,7 @@ ConnectionPool::ConnectionPool(ConnectionConfig config, Logger logger, std::size
       max_connections_(std::max<std::size_t>(1, max_connections)) {}
 
 void ConnectionPool::log(LogLevel level, const std::string& line) const {
-  if (logger_) logger_(level, line);
+  detail::emit(logger_, level, line);
 }
 
 void ConnectionPool::begin_outage(const std::string& reason, bool lost) {

@@ -200,7 +200,7 @@ class PostgresEngine final : public Engine {
 
   Result<std::vector<FailResult>> fail(std::span<const FailItem> items) override {
     ArrayParam ids(Oid::kInt8), tokens(Oid::kUuid), errors(Oid::kText), retry_after(Oid::kInt8),
-        base(Oid::kInt8), cap(Oid::kInt8), factor(Oid::kFloat8);
+        base(Oid::kInt8), cap(Oid::kInt8), factor(Oid::kFloat8), no_retry(Oid::kBool);
     for (const FailItem& item : items) {
       ids.add(pg::encode_int8(item.ref.id));
       tokens.add(pg::encode_uuid(item.ref.token));
@@ -212,6 +212,7 @@ class PostgresEngine final : public Engine {
       base.add(pg::encode_int8(item.backoff_base.count()));
       cap.add(pg::encode_int8(item.backoff_cap.count()));
       factor.add(pg::encode_float8(item.backoff_factor));
+      no_retry.add(item.no_retry ? std::string_view("\x01", 1) : std::string_view("\x00", 1));
     }
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
@@ -222,7 +223,8 @@ class PostgresEngine final : public Engine {
                                           .array(retry_after)
                                           .array(base)
                                           .array(cap)
-                                          .array(factor));
+                                          .array(factor)
+                                          .array(no_retry));
     if (!rows) return fail_with(rows.error());
     std::map<std::pair<JobId, std::string>, FailOutcome> outcomes;
     for (int r = 0; r < rows->size(); ++r) {
@@ -343,6 +345,10 @@ class PostgresEngine final : public Engine {
       std::string name = rows->text(r, 0);
       QueueStats& q = by_queue[name];
       q.queue = name;
+      if (rows->text(r, 1) == "paused") {
+        q.paused = true;
+        continue;
+      }
       const JobState state = parse_job_state(rows->text(r, 1)).value_or(JobState::kAvailable);
       count_of(q, state) = rows->int8(r, 2);
       if (state == JobState::kAvailable) {
@@ -383,7 +389,97 @@ class PostgresEngine final : public Engine {
     return std::optional<Job>(pg::read_job(*rows, 0));
   }
 
+  Result<std::vector<FinishedCounts>> finished_since(
+      TimePoint since, std::optional<std::string_view> queue) override {
+    Params params;
+    params.timestamptz(since);
+    if (queue) {
+      params.text(*queue);
+    } else {
+      params.add_null();
+    }
+    auto rows = exec(sql_.finished_since, params);
+    if (!rows) return fail_with(rows.error());
+    std::vector<FinishedCounts> counts;
+    for (int r = 0; r < rows->size(); ++r) {
+      counts.push_back({rows->text(r, 0), rows->int8(r, 1), rows->int8(r, 2)});
+    }
+    return counts;
+  }
+
+  Status set_paused(std::string_view queue, bool paused) override {
+    auto rows = exec(paused ? sql_.pause : sql_.resume, Params().text(queue));
+    if (!rows) return fail_with(rows.error());
+    return {};
+  }
+
+  Result<bool> upsert_schedule(const Schedule& schedule) override {
+    auto rows = exec(sql_.upsert_schedule, Params()
+                                               .text(schedule.name)
+                                               .text(schedule.queue)
+                                               .text(schedule.spec)
+                                               .add(schedule.payload)
+                                               .int4(schedule.priority)
+                                               .int4(schedule.max_attempts));
+    if (!rows) return fail_with(rows.error());
+    return rows->size() == 1 && rows->boolean(0, 0);
+  }
+
+  Result<std::vector<Schedule>> list_schedules() override {
+    auto rows = exec(sql_.list_schedules, Params());
+    if (!rows) return fail_with(rows.error());
+    std::vector<Schedule> schedules;
+    for (int r = 0; r < rows->size(); ++r) {
+      Schedule schedule;
+      schedule.name = rows->text(r, 0);
+      schedule.queue = rows->text(r, 1);
+      schedule.spec = rows->text(r, 2);
+      schedule.payload = rows->text(r, 3);  // bytea in binary format: the raw bytes
+      schedule.priority = rows->int4(r, 4);
+      schedule.max_attempts = rows->int4(r, 5);
+      schedule.created_at = rows->timestamptz(r, 6);
+      schedule.last_tick = rows->optional_timestamptz(r, 7);
+      schedules.push_back(std::move(schedule));
+    }
+    return schedules;
+  }
+
+  Result<bool> delete_schedule(std::string_view name) override {
+    auto rows = exec(sql_.delete_schedule, Params().text(name));
+    if (!rows) return fail_with(rows.error());
+    return rows->affected() == 1;
+  }
+
+  Result<std::optional<JobId>> enqueue_tick(std::string_view name, TimePoint tick) override {
+    auto rows = exec(sql_.enqueue_tick,
+                     Params().text(name).timestamptz(tick).text(schedule_job_key(name, tick)));
+    if (!rows) return fail_with(rows.error());
+    if (rows->size() == 0) return std::optional<JobId>{};
+    return std::optional<JobId>(rows->int8(0, 0));
+  }
+
+  Result<bool> claim_task(std::string_view task, Duration interval, std::string_view by) override {
+    auto rows = exec(
+        sql_.claim_task,
+        Params().text(pg::sanitize_utf8(task)).int8(interval.count()).text(pg::sanitize_utf8(by)));
+    if (!rows) return fail_with(rows.error());
+    return rows->size() == 1;
+  }
+
+  Result<TimePoint> now() override {
+    auto rows = exec(sql_.now, Params());
+    if (!rows) return fail_with(rows.error());
+    return rows->timestamptz(0, 0);
+  }
+
  private:
+  // One statement on a connection of the pool.
+  Result<Rows> exec(const pg::Statement& statement, const Params& params) {
+    auto c = pool_.acquire();
+    if (!c) return fail_with(c.error());
+    return (*c)->exec(statement, params);
+  }
+
   // The schema version, 0 when the schema or its version table does not exist.
   Result<int> read_version(Connection& c) {
     auto rows = c.exec(sql_.schema_version, Params());

@@ -136,6 +136,9 @@ ORDER BY i.ord
 // table is taken and turns the UPDATE into a hash join over a sequential scan, so it never
 // uses that plan and plans the statement anew on every call (~0.2 ms, as much as running
 // it); with a literal LIMIT it caches a plan after five calls.
+//
+// The NOT EXISTS (one probe of the queues table's primary key) hands out nothing of a
+// paused queue.
 constexpr std::string_view kLeaseSql = R"sql(
 WITH picked AS (
   SELECT p.id, row_number() OVER () AS n FROM (
@@ -143,6 +146,8 @@ WITH picked AS (
     WHERE j.queue = $1::text AND j.state = 'available' AND j.run_at <= statement_timestamp()
       AND (SELECT min(d.run_at) FROM {S}.jobs d
            WHERE d.queue = $1::text AND d.state = 'available') <= statement_timestamp()
+      AND NOT EXISTS (SELECT 1 FROM {S}.queues q
+                      WHERE q.name = $1::text AND q.paused_at IS NOT NULL)
     ORDER BY j.priority, j.run_at, j.id
     LIMIT {LIMIT}
     FOR UPDATE SKIP LOCKED
@@ -180,12 +185,14 @@ RETURNING j.id, r.token
 )sql";
 
 // A dead job keeps its run_at; a retried one gets now + retry_after, or the backoff of the
-// attempt that just failed (j.attempts, read under the fence).
+// attempt that just failed (j.attempts, read under the fence). no_retry sends it to dead
+// whatever attempts it has left.
 constexpr std::string_view kFailSql = R"sql(
 UPDATE {S}.jobs j
-SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'available' END,
-    finished_at = CASE WHEN j.attempts >= j.max_attempts THEN statement_timestamp() END,
-    run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at
+SET state = CASE WHEN j.attempts >= j.max_attempts OR r.no_retry THEN 'dead' ELSE 'available' END,
+    finished_at = CASE WHEN j.attempts >= j.max_attempts OR r.no_retry
+                       THEN statement_timestamp() END,
+    run_at = CASE WHEN j.attempts >= j.max_attempts OR r.no_retry THEN j.run_at
                   ELSE statement_timestamp()
                        + coalesce(r.retry_after_us * interval '1 microsecond',
                                   {S}.backoff_delay(j.attempts, r.base_us, r.cap_us, r.factor))
@@ -193,8 +200,8 @@ SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'available' 
     last_error = r.error,
     lease_expires_at = NULL
 FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[],
-            $7::double precision[])
-     AS r(id, token, error, retry_after_us, base_us, cap_us, factor)
+            $7::double precision[], $8::boolean[])
+     AS r(id, token, error, retry_after_us, base_us, cap_us, factor, no_retry)
 WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
 RETURNING j.id, r.token, j.state
 )sql";
@@ -252,21 +259,31 @@ WHERE j.id = ANY($1::bigint[]) AND j.state IN ('available', 'running')
 RETURNING j.id
 )sql";
 
-// A unique key held by a live job makes this fail with unique_violation → kConflict.
-constexpr std::string_view kRetrySql = R"sql(
-UPDATE {S}.jobs j
-SET state = 'available', attempts = 0, run_at = statement_timestamp(), finished_at = NULL,
-    lease_expires_at = NULL
-WHERE j.id = ANY($1::bigint[]) AND j.state IN ('dead', 'cancelled')
-RETURNING j.id
-)sql";
+// A job whose unique key a live job of its queue holds stays where it is: it cannot become
+// live again without breaking the key's promise. Of several retried jobs sharing a key,
+// only the oldest is retried (the rest would collide with it). A job enqueued with that
+// key by another transaction between this statement's snapshot and its write still
+// collides: unique_violation → kConflict, and the caller tries again.
+#define READPAST_PG_RETRY_SET                                                                   \
+  "SET state = 'available', attempts = 0, run_at = statement_timestamp(), finished_at = NULL, " \
+  "lease_expires_at = NULL "
+#define READPAST_PG_KEY_FREE(candidates)                            \
+  "(j.unique_key IS NULL OR (NOT EXISTS (SELECT 1 FROM {S}.jobs h " \
+  "WHERE h.queue = j.queue AND h.unique_key = j.unique_key "        \
+  "AND h.state IN ('available', 'running')) "                       \
+  "AND j.id = (SELECT min(c.id) FROM {S}.jobs c WHERE " candidates  \
+  " AND c.queue = j.queue AND c.unique_key = j.unique_key)))"
+constexpr std::string_view kRetrySql =
+    "UPDATE {S}.jobs j " READPAST_PG_RETRY_SET
+    "WHERE j.id = ANY($1::bigint[]) AND j.state IN ('dead', 'cancelled') AND " READPAST_PG_KEY_FREE(
+        "c.id = ANY($1::bigint[]) AND c.state IN ('dead', 'cancelled')") " RETURNING j.id";
 
-constexpr std::string_view kRetryAllSql = R"sql(
-UPDATE {S}.jobs j
-SET state = 'available', attempts = 0, run_at = statement_timestamp(), finished_at = NULL,
-    lease_expires_at = NULL
-WHERE j.queue = $1::text AND j.state = $2::text AND j.state IN ('dead', 'cancelled')
-)sql";
+constexpr std::string_view kRetryAllSql =
+    "UPDATE {S}.jobs j " READPAST_PG_RETRY_SET
+    "WHERE j.queue = $1::text AND j.state = $2::text AND j.state IN ('dead', 'cancelled') "
+    "AND " READPAST_PG_KEY_FREE("c.queue = $1::text AND c.state = $2::text");
+#undef READPAST_PG_RETRY_SET
+#undef READPAST_PG_KEY_FREE
 
 // One small batch of a purge; walks jobs_finished_idx.
 constexpr std::string_view kPurgeSql = R"sql(
@@ -285,11 +302,12 @@ WHERE j.id IN (
 constexpr std::string_view kNowSql = "SELECT statement_timestamp()";
 
 // Microseconds until the queue's next available job is due (<= 0: one is due now); NULL
-// when the queue has no available job. One probe of jobs_due_idx.
+// when the queue has no available job or is paused. One probe of jobs_due_idx.
 constexpr std::string_view kNextDueSql = R"sql(
 SELECT (extract(epoch FROM min(j.run_at) - statement_timestamp()) * 1000000)::bigint
 FROM {S}.jobs j
 WHERE j.queue = $1::text AND j.state = 'available'
+  AND NOT EXISTS (SELECT 1 FROM {S}.queues q WHERE q.name = $1::text AND q.paused_at IS NOT NULL)
 )sql";
 
 // One row per (queue, state). Each branch matches one partial index, so the statistics of
@@ -314,6 +332,88 @@ SELECT j.queue, j.state, count(*), 0::bigint, NULL::bigint
 FROM {S}.jobs j
 WHERE j.state IN ('succeeded', 'dead', 'cancelled') AND ($1::text IS NULL OR j.queue = $1::text)
 GROUP BY j.queue, j.state
+UNION ALL
+SELECT q.name, 'paused'::text, 0::bigint, 0::bigint, NULL::bigint
+FROM {S}.queues q
+WHERE q.paused_at IS NOT NULL AND ($1::text IS NULL OR q.name = $1::text)
+)sql";
+
+// Walks jobs_finished_idx.
+constexpr std::string_view kFinishedSinceSql = R"sql(
+SELECT j.queue, count(*) FILTER (WHERE j.state = 'succeeded'),
+       count(*) FILTER (WHERE j.state = 'dead')
+FROM {S}.jobs j
+WHERE j.state IN ('succeeded', 'dead') AND j.finished_at > $1::timestamptz
+  AND ($2::text IS NULL OR j.queue = $2::text)
+GROUP BY j.queue
+ORDER BY j.queue
+)sql";
+
+// Pausing keeps the first pause time.
+constexpr std::string_view kPauseSql = R"sql(
+INSERT INTO {S}.queues AS q (name, paused_at) VALUES ($1::text, statement_timestamp())
+ON CONFLICT (name) DO UPDATE SET paused_at = coalesce(q.paused_at, excluded.paused_at)
+)sql";
+
+// Resuming wakes the queue's idle workers, as an enqueue would.
+constexpr std::string_view kResumeSql = R"sql(
+WITH resumed AS (
+  UPDATE {S}.queues q SET paused_at = NULL
+  WHERE q.name = $1::text AND q.paused_at IS NOT NULL
+  RETURNING q.name
+)
+SELECT pg_notify({CHANNEL}, r.name) FROM resumed r
+)sql";
+
+// A replaced schedule keeps its created_at and last tick. xmax = 0 on the returned row
+// tells an inserted row from one updated by ON CONFLICT (PostgreSQL sets xmax on update).
+constexpr std::string_view kUpsertScheduleSql = R"sql(
+INSERT INTO {S}.schedules AS s (name, queue, spec, payload, priority, max_attempts)
+VALUES ($1::text, $2::text, $3::text, $4::bytea, $5::integer, $6::integer)
+ON CONFLICT (name) DO UPDATE
+SET queue = excluded.queue, spec = excluded.spec, payload = excluded.payload,
+    priority = excluded.priority, max_attempts = excluded.max_attempts
+RETURNING (s.xmax = 0)
+)sql";
+
+constexpr std::string_view kListSchedulesSql = R"sql(
+SELECT s.name, s.queue, s.spec, s.payload, s.priority, s.max_attempts, s.created_at,
+       s.last_tick_at
+FROM {S}.schedules s
+ORDER BY s.name
+)sql";
+
+constexpr std::string_view kDeleteScheduleSql =
+    "DELETE FROM {S}.schedules s WHERE s.name = $1::text";
+
+// ONE statement takes the tick and inserts its job, so both commit or neither does. Of two
+// callers racing for one tick, the second's UPDATE waits for the first's row lock, then
+// re-checks last_tick_at against the committed row (READ COMMITTED) and takes nothing.
+constexpr std::string_view kEnqueueTickSql = R"sql(
+WITH taken AS (
+  UPDATE {S}.schedules s SET last_tick_at = $2::timestamptz
+  WHERE s.name = $1::text AND coalesce(s.last_tick_at, s.created_at) < $2::timestamptz
+  RETURNING s.queue, s.payload, s.priority, s.max_attempts
+)
+INSERT INTO {S}.jobs AS j (queue, payload, priority, run_at, max_attempts, unique_key)
+SELECT t.queue, t.payload, t.priority, $2::timestamptz, t.max_attempts, $3::text FROM taken t
+ON CONFLICT (queue, unique_key)
+  WHERE unique_key IS NOT NULL AND state IN ('available', 'running')
+  DO NOTHING
+RETURNING j.id
+)sql";
+
+// Claimed when the task's row is new or its time has come. Of two racing inserts of a new
+// task, the second waits for the first and then finds its next_run_at in the future.
+constexpr std::string_view kClaimTaskSql = R"sql(
+INSERT INTO {S}.tasks AS t (task, next_run_at, claimed_by, claimed_at)
+VALUES ($1::text, statement_timestamp() + $2::bigint * interval '1 microsecond', $3::text,
+        statement_timestamp())
+ON CONFLICT (task) DO UPDATE
+SET next_run_at = excluded.next_run_at, claimed_by = excluded.claimed_by,
+    claimed_at = excluded.claimed_at
+WHERE t.next_run_at <= statement_timestamp()
+RETURNING t.task
 )sql";
 
 #define READPAST_PG_LIST_SELECT "SELECT " READPAST_PG_JOB_COLUMNS " FROM {S}.jobs j "
@@ -345,13 +445,7 @@ constexpr std::string_view kMigration1 = R"sql(
 CREATE TABLE {S}.jobs (
   id               bigint      GENERATED ALWAYS AS IDENTITY (SEQUENCE NAME {S}.jobs_id_seq)
                                PRIMARY KEY,
-  -- The queue-name rule, [A-Za-z0-9][A-Za-z0-9_.-]{0,127}, written as a length test and an
-  -- unbounded pattern: PostgreSQL's regex engine expands the bounded repetition {0,127}
-  -- into a large automaton that costs ~7 µs per row, on every INSERT and on every UPDATE
-  -- (a CHECK is re-evaluated for each new row version: every lease and every completion);
-  -- this form costs ~0.3 µs.
-  queue            text        NOT NULL
-                   CHECK (octet_length(queue) <= 128 AND queue ~ '^[A-Za-z0-9][A-Za-z0-9_.-]*$'),
+  queue            text        NOT NULL CHECK (queue ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$'),
   state            text        NOT NULL DEFAULT 'available'
                    CHECK (state IN ('available', 'running', 'succeeded', 'dead', 'cancelled')),
   priority         integer     NOT NULL DEFAULT 100,
@@ -542,8 +636,9 @@ BEGIN
   WITH picked AS (
     SELECT j.id FROM {S}.jobs j
     WHERE j.queue = $1 AND j.state = 'available' AND j.run_at <= statement_timestamp()
-      AND (SELECT min(d.run_at) FROM {S}.jobs d
-           WHERE d.queue = $1 AND d.state = 'available') <= statement_timestamp()
+      AND EXISTS (SELECT 1 FROM {S}.jobs d
+                  WHERE d.queue = $1 AND d.state = 'available'
+                    AND d.run_at <= statement_timestamp())
     ORDER BY j.priority, j.run_at, j.id
     LIMIT $3
     FOR UPDATE SKIP LOCKED
@@ -638,6 +733,115 @@ RETURNS boolean
 LANGUAGE sql VOLATILE AS $fn$ SELECT {S}.release($1, $2::uuid, $3) $fn$;
 )sql";
 
+// Migration 2: paused queues, periodic schedules, shared maintenance tasks; lease() learns
+// to skip paused queues. Written once and never edited after release.
+constexpr std::string_view kMigration2 = R"sql(
+CREATE TABLE {S}.queues (
+  name      text        PRIMARY KEY CHECK (name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$'),
+  paused_at timestamptz                               -- NULL: not paused
+);
+CREATE TABLE {S}.schedules (
+  name         text        PRIMARY KEY CHECK (name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$'),
+  queue        text        NOT NULL CHECK (queue ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$'),
+  spec         text        NOT NULL,
+  payload      bytea       NOT NULL DEFAULT ''::bytea,
+  priority     integer     NOT NULL DEFAULT 100,
+  max_attempts integer     NOT NULL DEFAULT 25 CHECK (max_attempts >= 1),
+  created_at   timestamptz NOT NULL DEFAULT statement_timestamp(),
+  last_tick_at timestamptz                            -- the latest tick enqueued
+);
+CREATE TABLE {S}.tasks (
+  task        text        PRIMARY KEY,
+  next_run_at timestamptz NOT NULL,                   -- free to claim from then on
+  claimed_by  text,
+  claimed_at  timestamptz
+);
+
+CREATE OR REPLACE FUNCTION {S}.lease(queue text, worker text, max_jobs integer DEFAULT 1,
+                                     lease_duration interval DEFAULT interval '30 seconds')
+RETURNS SETOF {S}.jobs LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+BEGIN
+  IF EXISTS (SELECT 1 FROM {S}.queues q WHERE q.name = $1 AND q.paused_at IS NOT NULL) THEN
+    RETURN;
+  END IF;
+  PERFORM {S}.rescue_expired($1);
+  RETURN QUERY
+  WITH picked AS (
+    SELECT j.id FROM {S}.jobs j
+    WHERE j.queue = $1 AND j.state = 'available' AND j.run_at <= statement_timestamp()
+      AND EXISTS (SELECT 1 FROM {S}.jobs d
+                  WHERE d.queue = $1 AND d.state = 'available'
+                    AND d.run_at <= statement_timestamp())
+    ORDER BY j.priority, j.run_at, j.id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+  ), leased AS (
+    UPDATE {S}.jobs j
+    SET state = 'running',
+        attempts = j.attempts + 1,
+        lease_token = {S}.new_lease_token(),
+        leased_by = $2,
+        lease_expires_at = statement_timestamp() + $4,
+        started_at = statement_timestamp()
+    FROM picked
+    WHERE j.id = picked.id AND j.state = 'available'
+    RETURNING j.*
+  )
+  SELECT * FROM leased l ORDER BY l.priority, l.run_at, l.id;
+END
+$fn$;
+)sql";
+
+// Migration 3: the same rules, cheaper to check on the hot path. Written once and never
+// edited after release.
+// - The queue-name CHECK of jobs, [A-Za-z0-9][A-Za-z0-9_.-]{0,127}, as a length test and
+//   an unbounded pattern: PostgreSQL's regex engine expands the bounded repetition {0,127}
+//   into a large automaton that costs ~7 µs per row, on every INSERT and on every UPDATE (a
+//   CHECK is re-evaluated for each new row version: every lease and every completion); this
+//   form costs ~0.3 µs. (The queues and schedules tables keep theirs: they are not hot.)
+// - lease() guards its walk with a min() instead of an EXISTS, like the engine's lease
+//   (kLeaseSql says why).
+constexpr std::string_view kMigration3 = R"sql(
+ALTER TABLE {S}.jobs DROP CONSTRAINT jobs_queue_check;
+ALTER TABLE {S}.jobs ADD CONSTRAINT jobs_queue_check
+  CHECK (octet_length(queue) <= 128 AND queue ~ '^[A-Za-z0-9][A-Za-z0-9_.-]*$');
+
+CREATE OR REPLACE FUNCTION {S}.lease(queue text, worker text, max_jobs integer DEFAULT 1,
+                                     lease_duration interval DEFAULT interval '30 seconds')
+RETURNS SETOF {S}.jobs LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+BEGIN
+  IF EXISTS (SELECT 1 FROM {S}.queues q WHERE q.name = $1 AND q.paused_at IS NOT NULL) THEN
+    RETURN;
+  END IF;
+  PERFORM {S}.rescue_expired($1);
+  RETURN QUERY
+  WITH picked AS (
+    SELECT j.id FROM {S}.jobs j
+    WHERE j.queue = $1 AND j.state = 'available' AND j.run_at <= statement_timestamp()
+      AND (SELECT min(d.run_at) FROM {S}.jobs d
+           WHERE d.queue = $1 AND d.state = 'available') <= statement_timestamp()
+    ORDER BY j.priority, j.run_at, j.id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+  ), leased AS (
+    UPDATE {S}.jobs j
+    SET state = 'running',
+        attempts = j.attempts + 1,
+        lease_token = {S}.new_lease_token(),
+        leased_by = $2,
+        lease_expires_at = statement_timestamp() + $4,
+        started_at = statement_timestamp()
+    FROM picked
+    WHERE j.id = picked.id AND j.state = 'available'
+    RETURNING j.*
+  )
+  SELECT * FROM leased l ORDER BY l.priority, l.run_at, l.id;
+END
+$fn$;
+)sql";
+
 std::string migration1(const SchemaName& schema) {
   std::string text(kMigration1);
   // The rescue statement of the engine is also the body of rescue_expired().
@@ -713,8 +917,16 @@ Sql::Sql(const SchemaName& schema)
       list_state(make("list_state", kListStateSql, schema)),
       list_queue_state(make("list_queue_state", kListQueueStateSql, schema)),
       get(make("get", kGetSql, schema)),
+      finished_since(make("finished_since", kFinishedSinceSql, schema)),
+      pause(make("pause", kPauseSql, schema)),
+      resume(make("resume", kResumeSql, schema)),
+      upsert_schedule(make("upsert_schedule", kUpsertScheduleSql, schema)),
+      list_schedules(make("list_schedules", kListSchedulesSql, schema)),
+      delete_schedule(make("delete_schedule", kDeleteScheduleSql, schema)),
+      enqueue_tick(make("enqueue_tick", kEnqueueTickSql, schema)),
+      claim_task(make("claim_task", kClaimTaskSql, schema)),
       create_schema(expand(kCreateSchemaSql, schema)),
-      migrations{migration1(schema)} {}
+      migrations{migration1(schema), expand(kMigration2, schema), expand(kMigration3, schema)} {}
 
 Statement Sql::lease_with_limit(int max_jobs) const {
   const std::string limit = std::to_string(max_jobs);

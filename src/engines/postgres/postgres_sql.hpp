@@ -28,7 +28,7 @@
 namespace readpast::detail::pg {
 
 // The schema version this build creates and understands.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 3;
 
 // A validated schema name and the identifiers derived from it.
 struct SchemaName {
@@ -76,7 +76,8 @@ struct Sql {
   Statement complete;
   Statement complete_delete;
   // fail: ($1 ids, $2 tokens, $3 errors text[], $4 retry_after_us bigint[] (NULL: backoff),
-  //   $5 base_us bigint[], $6 cap_us bigint[], $7 factor float8[]) → (id, token, state)
+  //   $5 base_us bigint[], $6 cap_us bigint[], $7 factor float8[], $8 no_retry bool[])
+  //   → (id, token, state)
   Statement fail;
   // extend: ($1 ids, $2 tokens, $3 lease_us bigint)
   Statement extend;
@@ -106,6 +107,23 @@ struct Sql {
   Statement list_queue_state;
   // get: ($1 id) → a job row
   Statement get;
+  // finished_since: ($1 since timestamptz, $2 queue text or NULL) → (queue, succeeded, dead)
+  Statement finished_since;
+  // pause, resume: ($1 queue); resume notifies the queue's listeners when it was paused
+  Statement pause;
+  Statement resume;
+  // upsert_schedule: ($1 name, $2 queue, $3 spec, $4 payload bytea, $5 priority int,
+  //   $6 max_attempts int) → (created bool)
+  Statement upsert_schedule;
+  // list_schedules: () → (name, queue, spec, payload, priority, max_attempts, created_at,
+  //   last_tick_at)
+  Statement list_schedules;
+  // delete_schedule: ($1 name) → affected rows
+  Statement delete_schedule;
+  // enqueue_tick: ($1 name, $2 tick timestamptz, $3 unique_key) → (id) when it enqueued
+  Statement enqueue_tick;
+  // claim_task: ($1 task, $2 interval_us bigint, $3 by) → a row when claimed
+  Statement claim_task;
 
   // migrate: the statements migrate() runs, in a transaction, under the advisory lock.
   std::string create_schema;            // CREATE SCHEMA IF NOT EXISTS + version table

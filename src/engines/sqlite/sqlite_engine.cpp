@@ -92,84 +92,69 @@ class SqliteEngine final : public Engine {
 
   Result<std::vector<Enqueued>> enqueue(std::span<const NewJob> jobs) override {
     return write<std::vector<Enqueued>>(
-        [&](Connection& c, std::int64_t now) -> Result<std::vector<Enqueued>> {
-          std::vector<Enqueued> results;
-          results.reserve(jobs.size());
-          for (const NewJob& job : jobs) {
-            if (job.unique_key) {
-              auto find = c.prepare(sql::kFindUniqueHolder);
-              if (!find) return fail_with(find.error());
-              (*find)->bind(1, std::string_view(job.queue));
-              (*find)->bind(2, std::string_view(*job.unique_key));
-              auto found = (*find)->step();
-              if (!found) return fail_with(found.error());
-              if (*found) {
-                results.push_back(Enqueued{(*find)->int64(0), false});
-                continue;
-              }
-            }
-            std::int64_t run_at = now;
-            if (job.run_at) run_at = to_micros(*job.run_at);
-            if (job.delay) run_at = now + job.delay->count();
-            auto insert = c.prepare(sql::kInsertJob);
-            if (!insert) return fail_with(insert.error());
-            Statement& s = **insert;
-            s.bind(1, std::string_view(job.queue));
-            s.bind(2, job.priority);
-            s.bind(3, run_at);
-            s.bind(4, job.max_attempts);
-            s.bind(5, now);
-            if (job.unique_key) {
-              s.bind(6, std::string_view(*job.unique_key));
-            } else {
-              s.bind_null(6);
-            }
-            s.bind_blob(7, job.payload);
-            if (auto done = s.step(); !done) return fail_with(done.error());
-            results.push_back(Enqueued{c.last_insert_rowid(), true});
-          }
-          return results;
-        });
+        [&](Connection& c, std::int64_t now) { return insert_jobs(c, now, jobs); });
+  }
+
+  // Inserts the jobs inside the caller's write transaction; a job whose unique key a live
+  // job of its queue holds gets that job's id instead.
+  static Result<std::vector<Enqueued>> insert_jobs(Connection& c, std::int64_t now,
+                                                   std::span<const NewJob> jobs) {
+    std::vector<Enqueued> results;
+    results.reserve(jobs.size());
+    for (const NewJob& job : jobs) {
+      if (job.unique_key) {
+        auto find = c.prepare(sql::kFindUniqueHolder);
+        if (!find) return fail_with(find.error());
+        (*find)->bind(1, std::string_view(job.queue));
+        (*find)->bind(2, std::string_view(*job.unique_key));
+        auto found = (*find)->step();
+        if (!found) return fail_with(found.error());
+        if (*found) {
+          results.push_back(Enqueued{(*find)->int64(0), false});
+          continue;
+        }
+      }
+      std::int64_t run_at = now;
+      if (job.run_at) run_at = to_micros(*job.run_at);
+      if (job.delay) run_at = now + job.delay->count();
+      auto insert = c.prepare(sql::kInsertJob);
+      if (!insert) return fail_with(insert.error());
+      Statement& s = **insert;
+      s.bind(1, std::string_view(job.queue));
+      s.bind(2, job.priority);
+      s.bind(3, run_at);
+      s.bind(4, job.max_attempts);
+      s.bind(5, now);
+      if (job.unique_key) {
+        s.bind(6, std::string_view(*job.unique_key));
+      } else {
+        s.bind_null(6);
+      }
+      s.bind_blob(7, job.payload);
+      auto row = s.step();
+      if (!row) return fail_with(row.error());
+      results.push_back(Enqueued{s.int64(0), true});
+    }
+    return results;
   }
 
   Result<std::vector<Job>> lease(const LeaseRequest& request) override {
     auto jobs =
         write<std::vector<Job>>([&](Connection& c, std::int64_t now) -> Result<std::vector<Job>> {
+          auto lease = c.prepare(sql::kLease);
+          if (!lease) return fail_with(lease.error());
+          Statement& s = **lease;
+          s.bind(1, std::string_view(request.worker_id));
+          s.bind(2, now);
+          s.bind(3, static_cast<std::int64_t>(request.lease_duration.count()));
+          s.bind(4, std::string_view(request.queue));
+          s.bind(5, request.max_jobs);
           std::vector<Job> leased;
-          {
-            auto select = c.prepare(sql::kLeaseSelect);
-            if (!select) return fail_with(select.error());
-            Statement& s = **select;
-            s.bind(1, std::string_view(request.queue));
-            s.bind(2, now);
-            s.bind(3, request.max_jobs);
-            while (true) {
-              auto row = s.step();
-              if (!row) return fail_with(row.error());
-              if (!*row) break;
-              leased.push_back(read_job(s));
-            }
-          }  // the SELECT is reset before its rows change
-          const std::int64_t expires = now + request.lease_duration.count();
-          for (Job& job : leased) {
-            auto update = c.prepare(sql::kLeaseUpdate);
-            if (!update) return fail_with(update.error());
-            Statement& s = **update;
-            const LeaseToken token = LeaseToken::random();
-            s.bind(1, job.id);
-            s.bind(2, std::string_view(token.hex()));
-            s.bind(3, std::string_view(request.worker_id));
-            s.bind(4, now);
-            s.bind(5, expires);
-            if (auto ok = run(s); !ok) return fail_with(ok.error());
-            if (c.changes() != 1) return fail_with(Error::internal("lease: a picked job changed"));
-            // The row as the UPDATE left it.
-            job.state = JobState::kRunning;
-            job.attempts += 1;
-            job.lease_token = token;
-            job.leased_by = request.worker_id;
-            job.lease_expires_at = to_time(expires);
-            job.started_at = to_time(now);
+          while (true) {
+            auto row = s.step();
+            if (!row) return fail_with(row.error());
+            if (!*row) break;
+            leased.push_back(read_job(s));
           }
           return leased;
         });
@@ -208,6 +193,7 @@ class SqliteEngine final : public Engine {
         s.bind(6, static_cast<std::int64_t>(item.backoff_base.count()));
         s.bind(7, static_cast<std::int64_t>(item.backoff_cap.count()));
         s.bind(8, item.backoff_factor);
+        s.bind(9, item.no_retry ? 1 : 0);
         auto row = s.step();
         if (!row) return fail_with(row.error());
         if (!*row) {
@@ -257,15 +243,36 @@ class SqliteEngine final : public Engine {
   }
 
   Result<std::int64_t> retry_all(std::string_view queue, JobState state) override {
-    return write<std::int64_t>([&](Connection& c, std::int64_t now) -> Result<std::int64_t> {
-      auto retry = c.prepare(sql::kRetryAll);
-      if (!retry) return fail_with(retry.error());
-      (*retry)->bind(1, queue);
-      (*retry)->bind(2, to_string(state));
-      (*retry)->bind(3, now);
-      if (auto ok = run(**retry); !ok) return fail_with(ok.error());
-      return c.changes();
-    });
+    // In batches of ids, each its own short transaction, job by job: a job whose unique
+    // key is held by a live job (perhaps one retried a moment ago) stays where it is.
+    constexpr int kRetryBatch = 1000;
+    std::int64_t total = 0;
+    JobId after = 0;
+    while (true) {
+      auto ids = read<std::vector<JobId>>([&](Connection& c) -> Result<std::vector<JobId>> {
+        auto select = c.prepare(sql::kRetryCandidates);
+        if (!select) return fail_with(select.error());
+        Statement& s = **select;
+        s.bind(1, queue);
+        s.bind(2, to_string(state));
+        s.bind(3, after);
+        s.bind(4, kRetryBatch);
+        std::vector<JobId> found;
+        while (true) {
+          auto row = s.step();
+          if (!row) return fail_with(row.error());
+          if (!*row) return found;
+          found.push_back(s.int64(0));
+        }
+      });
+      if (!ids) return fail_with(ids.error());
+      if (ids->empty()) return total;
+      auto retried = change_each(*ids, sql::kRetry);
+      if (!retried) return fail_with(retried.error());
+      total += static_cast<std::int64_t>(retried->size());
+      after = ids->back();
+      if (ids->size() < static_cast<std::size_t>(kRetryBatch)) return total;
+    }
   }
 
   Result<std::int64_t> purge(const PurgeRequest& request) override {
@@ -313,6 +320,10 @@ class SqliteEngine final : public Engine {
         std::string name = s.text(0);
         if (result.empty() || result.back().queue != name) result.push_back({.queue = name});
         QueueStats& q = result.back();
+        if (s.text(1) == "paused") {
+          q.paused = true;
+          continue;
+        }
         const JobState state = parse_job_state(s.text(1)).value_or(JobState::kAvailable);
         count_of(q, state) = s.int64(2);
         if (state == JobState::kAvailable) {
@@ -345,6 +356,141 @@ class SqliteEngine final : public Engine {
       return jobs;
     });
   }
+
+  Result<std::vector<FinishedCounts>> finished_since(
+      TimePoint since, std::optional<std::string_view> queue) override {
+    return read<std::vector<FinishedCounts>>(
+        [&](Connection& c) -> Result<std::vector<FinishedCounts>> {
+          auto query = c.prepare(sql::kFinishedSince);
+          if (!query) return fail_with(query.error());
+          Statement& s = **query;
+          s.bind(1, to_micros(since));
+          if (queue) {
+            s.bind(2, *queue);
+          } else {
+            s.bind_null(2);
+          }
+          std::vector<FinishedCounts> counts;
+          while (true) {
+            auto row = s.step();
+            if (!row) return fail_with(row.error());
+            if (!*row) return counts;
+            counts.push_back({s.text(0), s.int64(1), s.int64(2)});
+          }
+        });
+  }
+
+  Status set_paused(std::string_view queue, bool paused) override {
+    auto done = write<bool>([&](Connection& c, std::int64_t now) -> Result<bool> {
+      auto statement = c.prepare(paused ? sql::kPause : sql::kResume);
+      if (!statement) return fail_with(statement.error());
+      (*statement)->bind(1, queue);
+      if (paused) (*statement)->bind(2, now);
+      if (auto ok = run(**statement); !ok) return fail_with(ok.error());
+      return true;
+    });
+    if (!done) return fail_with(done.error());
+    return {};
+  }
+
+  Result<bool> upsert_schedule(const Schedule& schedule) override {
+    return write<bool>([&](Connection& c, std::int64_t now) -> Result<bool> {
+      auto find = c.prepare(sql::kFindSchedule);
+      if (!find) return fail_with(find.error());
+      (*find)->bind(1, std::string_view(schedule.name));
+      auto existed = (*find)->step();
+      if (!existed) return fail_with(existed.error());
+      const bool created = !*existed;
+      find->reset();
+      auto upsert = c.prepare(sql::kUpsertSchedule);
+      if (!upsert) return fail_with(upsert.error());
+      Statement& s = **upsert;
+      s.bind(1, std::string_view(schedule.name));
+      s.bind(2, std::string_view(schedule.queue));
+      s.bind(3, std::string_view(schedule.spec));
+      s.bind_blob(4, schedule.payload);
+      s.bind(5, schedule.priority);
+      s.bind(6, schedule.max_attempts);
+      s.bind(7, now);
+      if (auto ok = run(s); !ok) return fail_with(ok.error());
+      return created;
+    });
+  }
+
+  Result<std::vector<Schedule>> list_schedules() override {
+    return read<std::vector<Schedule>>([&](Connection& c) -> Result<std::vector<Schedule>> {
+      auto query = c.prepare(sql::kListSchedules);
+      if (!query) return fail_with(query.error());
+      Statement& s = **query;
+      std::vector<Schedule> schedules;
+      while (true) {
+        auto row = s.step();
+        if (!row) return fail_with(row.error());
+        if (!*row) return schedules;
+        Schedule schedule;
+        schedule.name = s.text(0);
+        schedule.queue = s.text(1);
+        schedule.spec = s.text(2);
+        schedule.payload = s.blob(3);
+        schedule.priority = static_cast<int>(s.int64(4));
+        schedule.max_attempts = static_cast<int>(s.int64(5));
+        schedule.created_at = to_time(s.int64(6));
+        schedule.last_tick = to_time(s.optional_int64(7));
+        schedules.push_back(std::move(schedule));
+      }
+    });
+  }
+
+  Result<bool> delete_schedule(std::string_view name) override {
+    return write<bool>([&](Connection& c, std::int64_t) -> Result<bool> {
+      auto statement = c.prepare(sql::kDeleteSchedule);
+      if (!statement) return fail_with(statement.error());
+      (*statement)->bind(1, name);
+      if (auto ok = run(**statement); !ok) return fail_with(ok.error());
+      return c.changes() == 1;
+    });
+  }
+
+  Result<std::optional<JobId>> enqueue_tick(std::string_view name, TimePoint tick) override {
+    return write<std::optional<JobId>>(
+        [&](Connection& c, std::int64_t now) -> Result<std::optional<JobId>> {
+          // Taking the tick and inserting its job commit together or not at all.
+          auto take = c.prepare(sql::kTakeTick);
+          if (!take) return fail_with(take.error());
+          (*take)->bind(1, name);
+          (*take)->bind(2, to_micros(tick));
+          auto taken = (*take)->step();
+          if (!taken) return fail_with(taken.error());
+          if (!*taken) return std::optional<JobId>{};
+          NewJob job;
+          job.queue = (*take)->text(0);
+          job.payload = (*take)->blob(1);
+          job.priority = static_cast<int>((*take)->int64(2));
+          job.max_attempts = static_cast<int>((*take)->int64(3));
+          job.run_at = tick;
+          job.unique_key = schedule_job_key(name, tick);
+          take->reset();  // RETURNING must run to completion before the next statement
+          auto inserted = insert_jobs(c, now, std::span<const NewJob>(&job, 1));
+          if (!inserted) return fail_with(inserted.error());
+          if (!inserted->front().inserted) return std::optional<JobId>{};
+          return std::optional<JobId>(inserted->front().id);
+        });
+  }
+
+  Result<bool> claim_task(std::string_view task, Duration interval, std::string_view by) override {
+    return write<bool>([&](Connection& c, std::int64_t now) -> Result<bool> {
+      auto claim = c.prepare(sql::kClaimTask);
+      if (!claim) return fail_with(claim.error());
+      (*claim)->bind(1, task);
+      (*claim)->bind(2, now);
+      (*claim)->bind(3, static_cast<std::int64_t>(interval.count()));
+      (*claim)->bind(4, by);
+      if (auto ok = run(**claim); !ok) return fail_with(ok.error());
+      return c.changes() == 1;
+    });
+  }
+
+  Result<TimePoint> now() override { return to_time(now_micros()); }
 
   Result<std::optional<Job>> get(JobId id) override {
     return read<std::optional<Job>>([&](Connection& c) -> Result<std::optional<Job>> {
@@ -470,11 +616,6 @@ class SqliteEngine final : public Engine {
   std::mutex write_mu_;
 };
 
-constexpr const char* kDataVersion = "PRAGMA data_version";
-constexpr const char* kHasDueJob =
-    "SELECT EXISTS (SELECT 1 FROM readpast_jobs WHERE queue = ?1 AND state = 'available' "
-    "AND run_at <= ?2)";
-
 Result<bool> SqliteEngine::wait_for_work(std::string_view queue, Duration timeout) {
   // SQLite cannot notify another process. Instead, poll `PRAGMA data_version` on one
   // connection — it changes when any other connection commits, and costs a read of shared
@@ -485,13 +626,13 @@ Result<bool> SqliteEngine::wait_for_work(std::string_view queue, Duration timeou
   if (!connection) return fail_with(connection.error());
   Connection& c = *connection->get();
   auto read_data_version = [&]() -> Result<std::int64_t> {
-    auto pragma = c.prepare(kDataVersion);
+    auto pragma = c.prepare(sql::kDataVersion);
     if (!pragma) return fail_with(pragma.error());
     if (auto ok = (*pragma)->step(); !ok) return fail_with(ok.error());
     return (*pragma)->int64(0);
   };
   auto has_due_job = [&]() -> Result<bool> {
-    auto query = c.prepare(kHasDueJob);
+    auto query = c.prepare(sql::kHasDueJob);
     if (!query) return fail_with(query.error());
     (*query)->bind(1, queue);
     (*query)->bind(2, now_micros());

@@ -9,11 +9,13 @@
 
 namespace readpast::detail::sqlite {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
-// Applies the missing migrations in one IMMEDIATE transaction (so concurrent inits
-// serialise); returns the version in force. kSchema when the file is newer than this build.
-Result<int> migrate(Connection& connection);
+// Applies the missing migrations up to `target` in one IMMEDIATE transaction (so
+// concurrent inits serialise); returns the version in force. kSchema when the file is
+// newer than this build. Tests pass an older target to build a database as an earlier
+// release left it. REQUIRES: 1 <= target <= kSchemaVersion.
+Result<int> migrate(Connection& connection, int target = kSchemaVersion);
 
 // kSchema when the schema is missing or newer than this build; the version otherwise.
 Result<int> schema_version(Connection& connection);

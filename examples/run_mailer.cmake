@@ -1,0 +1,25 @@
+# cmake -P script: the mailer example end to end: enqueue 30 emails, drain them, check that
+# each one was sent exactly once (one outbox file per job) and the retries happened.
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+set(db "sqlite:${WORK_DIR}/mail.db")
+execute_process(COMMAND ${MAILER} ${db} ${WORK_DIR}/outbox enqueue 30 RESULT_VARIABLE rc
+                OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "enqueued 30 emails")
+  message(FATAL_ERROR "enqueue failed (${rc}): ${out}${err}")
+endif()
+execute_process(COMMAND ${MAILER} ${db} ${WORK_DIR}/outbox drain RESULT_VARIABLE rc
+                OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "sent 30 emails, 10 failed attempts, 0 dead")
+  message(FATAL_ERROR "drain failed (${rc}): ${out}${err}")
+endif()
+file(GLOB sent ${WORK_DIR}/outbox/*.eml)
+list(LENGTH sent count)
+if(NOT count EQUAL 30)
+  message(FATAL_ERROR "expected 30 emails in the outbox, found ${count}")
+endif()
+file(READ ${WORK_DIR}/outbox/1.eml first)
+if(NOT first MATCHES "To: user1@example.com")
+  message(FATAL_ERROR "unexpected email: ${first}")
+endif()
+message(STATUS "${out}")

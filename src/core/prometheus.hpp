@@ -1,0 +1,25 @@
+// core/prometheus.hpp — queue statistics in the Prometheus text exposition format
+// (version 0.0.4), for `readpast metrics` and the server's /metrics.
+//
+//   readpast_jobs{queue="emails",state="available"} 12      (every stored state)
+//   readpast_jobs_scheduled{queue="emails"} 3               (available, run_at in the future)
+//   readpast_queue_oldest_available_age_seconds{queue="emails"} 4.2
+//   readpast_queue_paused{queue="emails"} 0
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "readpast/options.hpp"
+
+namespace readpast::detail {
+
+std::string prometheus_text(const std::vector<QueueStats>& stats);
+
+// A label value with \, " and newlines escaped as the format requires.
+std::string prometheus_label(std::string_view value);
+
+}  // namespace readpast::detail

@@ -1,0 +1,39 @@
+// json/job_json.hpp — the JSON of jobs and stats, shared by the command line (`list --json`,
+// `show --json`, `stats --json`) and the HTTP API.
+// Field names are the column names of DESIGN.md: a contract for scripts.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "readpast/job.hpp"
+#include "readpast/options.hpp"
+
+namespace readpast::json {
+
+// Every column; times as RFC 3339 (UTC), absent values as null; the payload as text when
+// it is valid UTF-8, else base64, said by "payload_encoding": "utf8" | "base64".
+nlohmann::ordered_json job_to_json(const Job& job);
+
+// One queue's counts: {"available": n, "scheduled": n, "running": n, "succeeded": n,
+// "dead": n, "cancelled": n, "oldest_available_age_s": x, "paused": bool}
+nlohmann::ordered_json queue_stats_to_json(const QueueStats& stats);
+
+// {"queues": {"NAME": queue_stats_to_json(its stats), ...}}
+nlohmann::ordered_json stats_to_json(const std::vector<QueueStats>& stats);
+
+// Serializes for printing; text that is not valid UTF-8 (say, a last_error written by
+// another client) is replaced rather than aborting the output.
+std::string dump_json(const nlohmann::ordered_json& value);
+
+// RFC 4648 base64 with padding.
+std::string base64_encode(std::string_view bytes);
+// The bytes of RFC 4648 base64 (padding required); nullopt when `text` is not base64.
+std::optional<std::string> base64_decode(std::string_view text);
+
+}  // namespace readpast::json

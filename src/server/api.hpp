@@ -1,0 +1,22 @@
+// server/api.hpp — the JSON API under /api/ (documented in docs/http.md), in three groups:
+//   worker routes   enqueue, lease and the fenced settling calls (api_worker.cpp)
+//   job routes      list, get, retry, cancel (api_jobs.cpp)
+//   queue routes    stats with rates, pause/resume, retry all, purge, throughput
+//                   (api_queues.cpp)
+//
+// Thread-safety: the routes only read their captures and call the thread-safe Queue and
+// Throughput, so they may run on many threads at once.
+#pragma once
+
+#include "readpast/queue.hpp"
+#include "server/router.hpp"
+#include "server/throughput.hpp"
+
+namespace readpast::server {
+
+// REQUIRES for all three: `queue` (and `throughput`) outlive the router.
+void add_worker_routes(Router& router, Queue& queue);
+void add_job_routes(Router& router, Queue& queue);
+void add_queue_routes(Router& router, Queue& queue, const Throughput& throughput);
+
+}  // namespace readpast::server

@@ -1,0 +1,536 @@
+// readpast dashboard: plain JavaScript, no build step, no dependencies.
+//
+// Everything shown comes from the JSON API (docs/http.md). Job text (payloads, errors,
+// worker ids, queue names) only ever enters the page through textContent or as an
+// attribute value set with setAttribute: never as HTML. The server's
+// Content-Security-Policy runs no inline script either.
+'use strict';
+
+const REFRESH_MS = 2000;
+const CHART_SPAN_S = 300;
+const TOKEN_KEY = 'readpast-token';
+
+// ---- helpers ------------------------------------------------------------------------
+
+// el('td', {class: 'num'}, 'text', otherNode): children that are strings become text.
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith('on')) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? '' : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+// Every request carries a JSON content type: the server refuses anything that changes
+// state without one (a cross-site form cannot send it).
+async function api(method, path, body) {
+  const headers = {'Accept': 'application/json'};
+  if (method !== 'GET') headers['Content-Type'] = 'application/json';
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers['Authorization'] = 'Bearer ' + token;
+  let response;
+  try {
+    response = await fetch(path, {
+      method,
+      headers,
+      body: method === 'GET' ? undefined : JSON.stringify(body || {}),
+      credentials: 'omit',
+      cache: 'no-store',
+    });
+  } catch (e) {
+    throw new ApiError(0, 'unavailable', 'the server does not answer');
+  }
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const error = data.error || {};
+    if (response.status === 401) askForToken();
+    throw new ApiError(response.status, error.code || 'internal',
+                       error.message || response.statusText);
+  }
+  return data;
+}
+
+function askForToken() {
+  const dialog = document.getElementById('token-dialog');
+  if (dialog.open) return;
+  dialog.showModal();
+}
+
+function setupTokenDialog() {
+  const form = document.getElementById('token-form');
+  form.addEventListener('submit', () => {
+    sessionStorage.setItem(TOKEN_KEY, document.getElementById('token-input').value.trim());
+    location.reload();
+  });
+}
+
+function setStatus(text, bad) {
+  const status = document.getElementById('status');
+  status.textContent = text;
+  status.classList.toggle('bad', !!bad);
+}
+
+function live() {
+  setStatus('live · ' + new Date().toLocaleTimeString());
+}
+
+function showError(error) {
+  setStatus(error.code === 'unavailable' ? 'database or server unavailable' : error.message, true);
+}
+
+const integer = new Intl.NumberFormat('en-US');
+function count(n) {
+  return integer.format(n);
+}
+
+function rate(perSecond) {
+  if (!perSecond) return '0';
+  if (perSecond >= 100) return integer.format(Math.round(perSecond));
+  return perSecond.toFixed(perSecond >= 10 ? 1 : 2);
+}
+
+// 75 → "1m15s", 0.25 → "250ms"
+function duration(seconds) {
+  if (!seconds || seconds <= 0) return '–';
+  if (seconds < 1) return Math.round(seconds * 1000) + 'ms';
+  let s = Math.floor(seconds);
+  const parts = [];
+  for (const [unit, size] of [['d', 86400], ['h', 3600], ['m', 60]]) {
+    if (s >= size) {
+      parts.push(Math.floor(s / size) + unit);
+      s %= size;
+    }
+    if (parts.length === 2) return parts.join('');
+  }
+  if (s > 0 || parts.length === 0) parts.push(s + 's');
+  return parts.slice(0, 2).join('');
+}
+
+function timeCell(iso) {
+  if (!iso) return el('span', {class: 'muted'}, '–');
+  const then = new Date(iso);
+  const ago = (Date.now() - then.getTime()) / 1000;
+  const text = ago >= 0 ? duration(ago) + ' ago' : 'in ' + duration(-ago);
+  return el('time', {datetime: iso, title: iso}, text);
+}
+
+function stateBadge(state) {
+  return el('span', {class: 'badge state-' + state, 'data-state': state}, state);
+}
+
+function queueLink(queue, state) {
+  const params = new URLSearchParams({queue});
+  if (state) params.set('state', state);
+  return '/jobs?' + params.toString();
+}
+
+// Runs refresh() now and every REFRESH_MS while the page is open.
+function every(refresh) {
+  let timer = null;
+  const tick = async () => {
+    try {
+      await refresh();
+      live();
+    } catch (e) {
+      showError(e);
+    }
+    timer = setTimeout(tick, REFRESH_MS);
+  };
+  tick();
+  return () => clearTimeout(timer);
+}
+
+// An action button: runs `action`, shows its error, then `after`.
+function actionButton(label, attrs, action, after) {
+  const button = el('button', attrs, label);
+  button.addEventListener('click', async () => {
+    if (attrs['data-confirm'] && !confirm(attrs['data-confirm'])) return;
+    button.disabled = true;
+    try {
+      await action();
+      if (after) await after();
+    } catch (e) {
+      showError(e);
+      alertBox(e.message);
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return button;
+}
+
+function alertBox(message) {
+  const main = document.getElementById('main');
+  const existing = main.querySelector('.alert');
+  if (existing) existing.remove();
+  main.prepend(el('div', {class: 'alert', role: 'alert'}, message));
+}
+
+// ---- overview -----------------------------------------------------------------------
+
+function overview(main) {
+  const totals = el('section', {class: 'cards'});
+  const canvas = el('canvas', {id: 'chart', width: 900, height: 220,
+                               'aria-label': 'jobs finished per second'});
+  const chart = el('section', {class: 'panel'},
+      el('div', {class: 'panel-head'},
+         el('h2', {}, 'Throughput'),
+         el('span', {class: 'legend'},
+            el('i', {class: 'swatch ok'}), 'succeeded/s',
+            el('i', {class: 'swatch dead'}), 'failed (dead)/s',
+            el('span', {class: 'muted'}, ' · up to the last 5 minutes'))),
+      canvas);
+  const body = el('tbody', {});
+  const table = el('section', {class: 'panel'},
+      el('div', {class: 'panel-head'}, el('h2', {}, 'Queues')),
+      el('table', {class: 'queues', id: 'queues'},
+         el('thead', {}, el('tr', {},
+            el('th', {}, 'Queue'),
+            el('th', {class: 'num'}, 'Available'),
+            el('th', {class: 'num'}, 'Scheduled'),
+            el('th', {class: 'num'}, 'Running'),
+            el('th', {class: 'num'}, 'Dead'),
+            el('th', {class: 'num'}, 'Rate/s'),
+            el('th', {class: 'num'}, 'Oldest available'),
+            el('th', {}, 'State'),
+            el('th', {}, ''))),
+         body));
+  main.replaceChildren(totals, chart, table);
+
+  const refresh = async () => {
+    const [data, history] = await Promise.all([api('GET', '/api/queues'),
+                                               api('GET', '/api/throughput')]);
+    renderTotals(totals, data.queues);
+    renderQueues(body, data.queues, refresh);
+    drawChart(canvas, history);
+  };
+  every(refresh);
+}
+
+function renderTotals(section, queues) {
+  const sum = (field) => queues.reduce((total, q) => total + (q[field] || 0), 0);
+  const card = (label, value, cls, id) =>
+      el('div', {class: 'card ' + (cls || ''), 'data-total': id},
+         el('div', {class: 'label'}, label), el('div', {class: 'value'}, value));
+  section.replaceChildren(
+      card('Queues', count(queues.length), '', 'queues'),
+      card('Available', count(sum('available')), '', 'available'),
+      card('Running', count(sum('running')), 'running', 'running'),
+      card('Dead', count(sum('dead')), sum('dead') > 0 ? 'dead' : '', 'dead'),
+      card('Finished/s', rate(sum('succeeded_per_s') + sum('dead_per_s')), '', 'rate'));
+}
+
+function renderQueues(body, queues, refresh) {
+  if (queues.length === 0) {
+    body.replaceChildren(el('tr', {}, el('td', {colspan: 9, class: 'empty'},
+        'No queues yet. Enqueue a job: POST /api/queues/NAME/jobs, or readpast enqueue NAME.')));
+    return;
+  }
+  body.replaceChildren(...queues.map((q) => {
+    const actions = el('td', {class: 'actions'});
+    const name = q.queue;
+    actions.append(q.paused
+        ? actionButton('Resume', {'data-action': 'resume'},
+                       () => api('POST', `/api/queues/${encodeURIComponent(name)}/resume`), refresh)
+        : actionButton('Pause', {'data-action': 'pause'},
+                       () => api('POST', `/api/queues/${encodeURIComponent(name)}/pause`), refresh));
+    if (q.dead > 0) {
+      actions.append(actionButton(`Retry ${count(q.dead)} dead`,
+          {'data-action': 'retry-dead',
+           'data-confirm': `Retry all ${q.dead} dead jobs of ${name}?`},
+          () => api('POST', `/api/queues/${encodeURIComponent(name)}/retry`, {state: 'dead'}),
+          refresh));
+    }
+    return el('tr', {'data-queue': name},
+        el('td', {}, el('a', {href: queueLink(name)}, name)),
+        el('td', {class: 'num', 'data-col': 'available'}, count(q.available)),
+        el('td', {class: 'num', 'data-col': 'scheduled'}, count(q.scheduled)),
+        el('td', {class: 'num', 'data-col': 'running'}, count(q.running)),
+        el('td', {class: 'num', 'data-col': 'dead'},
+           q.dead > 0 ? el('a', {href: queueLink(name, 'dead'), class: 'dead'}, count(q.dead))
+                      : '0'),
+        el('td', {class: 'num', 'data-col': 'rate'}, rate(q.succeeded_per_s + q.dead_per_s)),
+        el('td', {class: 'num', 'data-col': 'oldest'}, duration(q.oldest_available_age_s)),
+        el('td', {'data-col': 'paused'},
+           q.paused ? el('span', {class: 'badge paused'}, 'paused')
+                    : el('span', {class: 'badge active'}, 'active')),
+        actions);
+  }));
+}
+
+function drawChart(canvas, history) {
+  const ratio = window.devicePixelRatio || 1;
+  const width = canvas.clientWidth || 900;
+  const height = canvas.clientHeight || 220;
+  if (canvas.width !== Math.round(width * ratio)) canvas.width = Math.round(width * ratio);
+  if (canvas.height !== Math.round(height * ratio)) canvas.height = Math.round(height * ratio);
+  const g = canvas.getContext('2d');
+  g.setTransform(ratio, 0, 0, ratio, 0, 0);
+  g.clearRect(0, 0, width, height);
+
+  const left = 48, right = 12, top = 10, bottom = 24;
+  const plotW = width - left - right, plotH = height - top - bottom;
+  const points = history.points || [];
+  const end = points.length ? new Date(points[points.length - 1].t).getTime() : Date.now();
+  // The last five minutes; less while the server has not been up that long (at least one).
+  const first = points.length ? new Date(points[0].t).getTime() : end;
+  const span = Math.min(CHART_SPAN_S, Math.max(60, Math.ceil((end - first) / 1000)));
+  const start = end - span * 1000;
+  const shown = points.filter((p) => new Date(p.t).getTime() >= start);
+  const peak = Math.max(1, ...shown.map((p) => Math.max(p.succeeded_per_s, p.dead_per_s)));
+  const scale = niceCeiling(peak);
+  const x = (t) => left + ((t - start) / (end - start)) * plotW;
+  const y = (v) => top + plotH - (v / scale) * plotH;
+
+  const style = getComputedStyle(document.body);
+  g.font = '11px ' + style.fontFamily;
+  g.strokeStyle = '#e3e7ee';
+  g.fillStyle = '#6b7280';
+  g.lineWidth = 1;
+  for (let i = 0; i <= 4; i++) {
+    const value = (scale * i) / 4;
+    const yy = Math.round(y(value)) + 0.5;
+    g.beginPath(); g.moveTo(left, yy); g.lineTo(left + plotW, yy); g.stroke();
+    g.textAlign = 'right';
+    g.fillText(rate(value), left - 6, yy + 4);
+  }
+  g.textAlign = 'center';
+  const step = span <= 60 ? 10 : span <= 180 ? 30 : 60;
+  for (let ago = Math.floor(span / step) * step; ago >= 0; ago -= step) {
+    const label = ago === 0 ? 'now' : ago % 60 === 0 ? `-${ago / 60}m` : `-${ago}s`;
+    g.fillText(label, x(end - ago * 1000), height - 6);
+  }
+  const line = (field, color) => {
+    g.strokeStyle = color;
+    g.lineWidth = 2;
+    g.beginPath();
+    shown.forEach((p, i) => {
+      const px = x(new Date(p.t).getTime()), py = y(p[field]);
+      if (i === 0) g.moveTo(px, py); else g.lineTo(px, py);
+    });
+    g.stroke();
+  };
+  if (shown.length === 0) {
+    g.textAlign = 'center';
+    g.fillText('collecting samples…', left + plotW / 2, top + plotH / 2);
+  }
+  line('succeeded_per_s', '#16a34a');
+  line('dead_per_s', '#dc2626');
+  canvas.dataset.points = String(shown.length);
+}
+
+function niceCeiling(value) {
+  const power = Math.pow(10, Math.floor(Math.log10(value)));
+  for (const step of [1, 2, 2.5, 5, 10]) {
+    if (value <= step * power) return step * power;
+  }
+  return 10 * power;
+}
+
+// ---- job browser --------------------------------------------------------------------
+
+const STATES = ['available', 'running', 'succeeded', 'dead', 'cancelled'];
+
+async function browser(main) {
+  const params = new URLSearchParams(location.search);
+  const queue = params.get('queue') || '';
+  const state = params.get('state') || '';
+  const after = params.get('after') || '';
+
+  const queueSelect = el('select', {name: 'queue', id: 'filter-queue'},
+                         el('option', {value: ''}, 'every queue'));
+  const stateSelect = el('select', {name: 'state', id: 'filter-state'},
+                         el('option', {value: ''}, 'every state'),
+                         STATES.map((s) => el('option', {value: s, selected: s === state}, s)));
+  const filters = el('form', {class: 'filters', method: 'get', action: '/jobs'},
+      el('label', {}, 'Queue ', queueSelect),
+      el('label', {}, 'State ', stateSelect),
+      el('button', {type: 'submit', class: 'primary'}, 'Show'));
+  const body = el('tbody', {});
+  const pager = el('div', {class: 'pager'});
+  const toolbar = el('div', {class: 'toolbar'});
+  main.replaceChildren(
+      el('section', {class: 'panel'},
+         el('div', {class: 'panel-head'}, el('h2', {}, 'Jobs'), filters),
+         toolbar,
+         el('table', {class: 'jobs', id: 'jobs'},
+            el('thead', {}, el('tr', {},
+               el('th', {class: 'num'}, 'ID'), el('th', {}, 'Queue'), el('th', {}, 'State'),
+               el('th', {class: 'num'}, 'Attempts'), el('th', {}, 'Enqueued'),
+               el('th', {}, 'Payload'), el('th', {}, 'Last error'))),
+            body),
+         pager));
+
+  try {
+    const queues = await api('GET', '/api/queues');
+    const names = queues.queues.map((q) => q.queue);
+    if (queue && !names.includes(queue)) names.push(queue);
+    queueSelect.append(...names.map((n) => el('option', {value: n, selected: n === queue}, n)));
+    if (queue && state === 'dead') {
+      toolbar.append(actionButton('Retry every dead job of ' + queue,
+          {'data-action': 'retry-dead', 'data-confirm': `Retry all dead jobs of ${queue}?`},
+          () => api('POST', `/api/queues/${encodeURIComponent(queue)}/retry`, {state: 'dead'}),
+          () => location.reload()));
+    }
+  } catch (e) {
+    showError(e);
+  }
+
+  const query = new URLSearchParams({limit: '50', payload_max: '160'});
+  if (queue) query.set('queue', queue);
+  if (state) query.set('state', state);
+  if (after) query.set('after', after);
+  try {
+    const page = await api('GET', '/api/jobs?' + query.toString());
+    if (page.jobs.length === 0) {
+      body.replaceChildren(el('tr', {}, el('td', {colspan: 7, class: 'empty'},
+          after ? 'No more jobs.' : 'No jobs match.')));
+    } else {
+      body.replaceChildren(...page.jobs.map((job) => el('tr', {'data-job': job.id},
+          el('td', {class: 'num'}, el('a', {href: '/jobs/' + job.id}, String(job.id))),
+          el('td', {}, job.queue),
+          el('td', {}, stateBadge(job.state)),
+          el('td', {class: 'num'}, `${job.attempts}/${job.max_attempts}`),
+          el('td', {}, timeCell(job.enqueued_at)),
+          el('td', {class: 'preview'}, payloadPreview(job)),
+          el('td', {class: 'preview error-text'}, job.last_error || ''))));
+    }
+    const link = (label, afterId) => {
+      const p = new URLSearchParams();
+      if (queue) p.set('queue', queue);
+      if (state) p.set('state', state);
+      if (afterId) p.set('after', afterId);
+      return el('a', {href: '/jobs?' + p.toString(), class: 'button'}, label);
+    };
+    pager.replaceChildren(
+        after ? link('« First page') : el('span', {}),
+        el('span', {class: 'muted'}, after ? `ids after ${after}` : 'from the first id'),
+        page.next_after !== null ? link('Next page »', page.next_after) : el('span', {}));
+    live();
+  } catch (e) {
+    showError(e);
+    alertBox(e.message);
+  }
+}
+
+function payloadPreview(job) {
+  let text = job.payload_encoding === 'base64' ? '(binary) ' + job.payload : job.payload;
+  if (job.payload_truncated) text += '…';
+  return text;
+}
+
+// ---- one job ------------------------------------------------------------------------
+
+function jobPage(main, id) {
+  const title = el('h2', {}, 'Job ' + id);
+  const head = el('div', {class: 'panel-head'}, title);
+  const actions = el('div', {class: 'toolbar'});
+  const facts = el('dl', {class: 'facts'});
+  const error = el('pre', {class: 'text error-text', id: 'last-error'});
+  const payload = el('pre', {class: 'text', id: 'payload'});
+  const payloadNote = el('span', {class: 'muted'});
+  main.replaceChildren(
+      el('section', {class: 'panel'}, head, actions, facts),
+      el('section', {class: 'panel', id: 'error-panel'},
+         el('div', {class: 'panel-head'}, el('h2', {}, 'Last error')), error),
+      el('section', {class: 'panel'},
+         el('div', {class: 'panel-head'}, el('h2', {}, 'Payload'), payloadNote), payload));
+
+  let lastShown = '';
+  const refresh = async () => {
+    const job = await api('GET', '/api/jobs/' + encodeURIComponent(id));
+    const fingerprint = JSON.stringify(job);
+    if (fingerprint === lastShown) return;
+    lastShown = fingerprint;
+    title.replaceChildren('Job ' + job.id + ' ', stateBadge(job.state));
+    renderActions(actions, job, refresh);
+    const fact = (label, value) => [el('dt', {}, label), el('dd', {'data-fact': label}, value)];
+    facts.replaceChildren(
+        ...fact('queue', el('a', {href: queueLink(job.queue)}, job.queue)),
+        ...fact('state', job.state),
+        ...fact('attempts', `${job.attempts} of ${job.max_attempts}`),
+        ...fact('priority', String(job.priority)),
+        ...fact('run at', timeCell(job.run_at)),
+        ...fact('enqueued', timeCell(job.enqueued_at)),
+        ...fact('started', timeCell(job.started_at)),
+        ...fact('finished', timeCell(job.finished_at)),
+        ...fact('worker', job.leased_by || '–'),
+        ...fact('lease expires', timeCell(job.lease_expires_at)),
+        ...fact('unique key', job.unique_key || '–'));
+    error.textContent = job.last_error || '';
+    document.getElementById('error-panel').hidden = !job.last_error;
+    payload.textContent = formatPayload(job);
+    payloadNote.textContent = job.payload_encoding === 'base64'
+        ? 'not UTF-8 text: shown as base64' : `${new Blob([job.payload]).size} bytes`;
+  };
+  every(refresh);
+}
+
+function renderActions(actions, job, refresh) {
+  const path = '/api/jobs/' + job.id;
+  actions.replaceChildren();
+  if (job.state === 'dead' || job.state === 'cancelled') {
+    actions.append(actionButton('Retry', {'data-action': 'retry', class: 'primary'},
+                                () => api('POST', path + '/retry'), refresh));
+  }
+  if (job.state === 'available' || job.state === 'running') {
+    actions.append(actionButton('Cancel', {'data-action': 'cancel', class: 'danger',
+                                           'data-confirm': `Cancel job ${job.id}?`},
+                                () => api('POST', path + '/cancel'), refresh));
+  }
+}
+
+// JSON payloads are indented for reading; anything else is shown exactly as stored.
+function formatPayload(job) {
+  if (job.payload_encoding !== 'utf8') return job.payload;
+  const trimmed = job.payload.trim();
+  if (trimmed.startsWith('{') || trimmed.startsWith('[')) {
+    try {
+      return JSON.stringify(JSON.parse(trimmed), null, 2);
+    } catch (e) {
+      // not JSON after all
+    }
+  }
+  return job.payload;
+}
+
+// ---- start --------------------------------------------------------------------------
+
+function start() {
+  setupTokenDialog();
+  const main = document.getElementById('main');
+  const path = location.pathname;
+  const jobMatch = path.match(/^\/jobs\/(\d+)$/);
+  let section = 'overview';
+  if (jobMatch) {
+    section = 'jobs';
+    document.title = 'Job ' + jobMatch[1] + ' · readpast';
+    jobPage(main, jobMatch[1]);
+  } else if (path === '/jobs') {
+    section = 'jobs';
+    document.title = 'Jobs · readpast';
+    browser(main);
+  } else {
+    document.title = 'Overview · readpast';
+    overview(main);
+  }
+  for (const link of document.querySelectorAll('[data-nav]')) {
+    link.classList.toggle('current', link.dataset.nav === section);
+  }
+}
+
+document.addEventListener('DOMContentLoaded', start);

@@ -1,0 +1,275 @@
+// Browser tests of the dashboard: Debian's headless Chromium driven by playwright-core,
+// against a real `readpast serve` over a SQLite file, with jobs enqueued and worked by the
+// real `readpast` command. Screenshots of the overview and of a job page are written to
+// $READPAST_SCREENSHOTS (default: ./screenshots).
+//
+//   READPAST_CLI=/path/to/readpast node --test dashboard.test.mjs
+import {after, before, test} from 'node:test';
+import assert from 'node:assert/strict';
+import {spawn} from 'node:child_process';
+import {mkdtempSync, mkdirSync, rmSync} from 'node:fs';
+import http from 'node:http';
+import {tmpdir} from 'node:os';
+import path from 'node:path';
+import {chromium} from 'playwright-core';
+
+const CLI = process.env.READPAST_CLI;
+const CHROMIUM = process.env.READPAST_CHROMIUM || '/usr/bin/chromium';
+const SHOTS = process.env.READPAST_SCREENSHOTS || path.resolve('screenshots');
+const WAIT_MS = 15000;
+
+let dir;
+let env;
+let server;
+let base;
+let browser;
+let page;
+const running = new Set();  // readpast processes to kill if a test fails half-way
+
+// Runs `readpast ARGS` to its end; rejects on a non-zero exit.
+function readpast(args, {input} = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(CLI, args, {env, stdio: ['pipe', 'pipe', 'pipe']});
+    running.add(child);
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      running.delete(child);
+      if (code === 0) resolve(out);
+      else reject(new Error(`readpast ${args.join(' ')} exited ${code}: ${err}`));
+    });
+    child.stdin.end(input || '');
+  });
+}
+
+// Starts `readpast serve` on a free port; resolves with its URL once it says it listens.
+function startServer(extraEnv = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(CLI, ['serve', '--listen', '127.0.0.1:0', '--sample-interval', '500ms'],
+                        {env: {...env, ...extraEnv}, stdio: ['ignore', 'ignore', 'pipe']});
+    running.add(child);
+    child.on('close', () => running.delete(child));
+    let err = '';
+    const timer = setTimeout(() => reject(new Error('serve did not start: ' + err)), WAIT_MS);
+    child.stderr.on('data', (d) => {
+      err += d;
+      const match = err.match(/serving on (http:\/\/127\.0\.0\.1:\d+)/);
+      if (match) {
+        clearTimeout(timer);
+        resolve({child, url: match[1]});
+      }
+    });
+    child.on('close', (code) => reject(new Error(`serve exited ${code}: ${err}`)));
+  });
+}
+
+async function api(method, urlPath, body) {
+  const response = await fetch(base + urlPath, {
+    method,
+    headers: {'Content-Type': 'application/json'},
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return {status: response.status, json: await response.json()};
+}
+
+// Waits until `read()` returns a value that satisfies `check`; fails with the last value.
+async function eventually(read, check, what) {
+  const deadline = Date.now() + WAIT_MS;
+  let value;
+  while (Date.now() < deadline) {
+    value = await read();
+    if (check(value)) return value;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.fail(`${what}: still ${JSON.stringify(value)} after ${WAIT_MS} ms`);
+}
+
+function cell(queue, column) {
+  return page.locator(`tr[data-queue="${queue}"] td[data-col="${column}"]`);
+}
+
+async function cellBecomes(queue, column, expected) {
+  await eventually(async () => (await cell(queue, column).count()) ? cell(queue, column).innerText() : null,
+                   (text) => text === expected, `${queue} ${column}`);
+}
+
+async function jobStateBecomes(expected) {
+  await eventually(() => page.locator('h2 [data-state]').getAttribute('data-state'),
+                   (state) => state === expected, 'job state');
+}
+
+before(async () => {
+  assert.ok(CLI, 'set READPAST_CLI to the readpast binary');
+  dir = mkdtempSync(path.join(tmpdir(), 'readpast-browser-'));
+  mkdirSync(SHOTS, {recursive: true});
+  env = {...process.env, READPAST_DB: 'sqlite:' + path.join(dir, 'jobs.db')};
+  delete env.READPAST_TOKEN;
+  await readpast(['init']);
+  const started = await startServer();
+  server = started.child;
+  base = started.url;
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    // Playwright gives each launch a fresh, empty profile (user data directory).
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  // A laptop screen.
+  page = await browser.newPage({viewport: {width: 1366, height: 820}});
+  page.on('dialog', (dialog) => dialog.accept());
+});
+
+after(async () => {
+  if (server) {
+    running.delete(server);
+    server.kill('SIGTERM');
+  }
+  for (const child of running) child.kill('SIGKILL');
+  if (browser) await browser.close();
+  if (dir) rmSync(dir, {recursive: true, force: true});
+});
+
+test('the overview shows counts change as jobs are enqueued and worked', async () => {
+  await page.goto(base + '/');
+  await page.getByText('No queues yet').waitFor();
+
+  await readpast(['enqueue', 'demo', '--lines'], {input: '1\n2\n3\n4\n5\n'});
+  await cellBecomes('demo', 'available', '5');
+  assert.equal(await page.locator('[data-total="available"] .value').innerText(), '5');
+
+  await readpast(['work', 'demo', '--exec', 'cat >/dev/null', '--drain']);
+  await cellBecomes('demo', 'available', '0');
+  // The rate and the chart come from the throughput samples (every 500ms here).
+  await eventually(() => page.locator('[data-total="rate"] .value').innerText(),
+                   (text) => text !== '0', 'finished per second');
+  await eventually(() => page.locator('#chart').getAttribute('data-points'),
+                   (n) => Number(n) > 0, 'chart points');
+});
+
+test('a dead job: its payload shows as text, and a retry makes it succeed', async () => {
+  const payload = '<script>window.__pwned = true</script><img src=x onerror="window.__pwned = true">';
+  await readpast(['enqueue', 'flaky', payload, '--max-attempts', '1']);
+  await readpast(['work', 'flaky', '--exec', 'echo "boom: <b>bad</b>" >&2; exit 3', '--drain']);
+
+  await page.goto(base + '/');
+  await cellBecomes('flaky', 'dead', '1');
+  await cell('flaky', 'dead').locator('a').click();
+  await page.waitForURL(/\/jobs\?queue=flaky&state=dead/);
+  const row = page.locator('table#jobs tbody tr[data-job]');
+  await row.first().waitFor();
+  assert.equal(await row.count(), 1);
+  await row.first().locator('a').first().click();
+  await page.waitForURL(/\/jobs\/\d+$/);
+  await jobStateBecomes('dead');
+
+  // The payload and the error are text, not markup: nothing ran, no element was made.
+  await eventually(() => page.locator('#payload').textContent(), (t) => t === payload, 'payload');
+  assert.equal(await page.locator('#payload *').count(), 0);
+  assert.match(await page.locator('#last-error').textContent(), /boom: <b>bad<\/b>/);
+  assert.equal(await page.locator('#last-error *').count(), 0);
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  assert.equal(await page.locator('[data-fact="attempts"]').innerText(), '1 of 1');
+  await page.screenshot({path: path.join(SHOTS, 'job.png')});
+
+  await page.locator('button[data-action="retry"]').click();
+  await jobStateBecomes('available');
+  await readpast(['work', 'flaky', '--exec', 'cat >/dev/null', '--drain']);
+  await jobStateBecomes('succeeded');
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+});
+
+test('pause and resume a queue from the overview', async () => {
+  await readpast(['enqueue', 'thumbnails', 'x']);
+  await page.goto(base + '/');
+  await cellBecomes('thumbnails', 'available', '1');
+  await cell('thumbnails', 'paused').waitFor();
+  await page.locator('tr[data-queue="thumbnails"] button[data-action="pause"]').click();
+  await cellBecomes('thumbnails', 'paused', 'paused');
+  assert.equal((await api('GET', '/api/queues/thumbnails')).json.paused, true);
+  await page.locator('tr[data-queue="thumbnails"] button[data-action="resume"]').click();
+  await cellBecomes('thumbnails', 'paused', 'active');
+});
+
+test('a page of another site cannot act on the server', async () => {
+  const id = Number((await readpast(['enqueue', 'victim', 'x'])).trim());
+  // A page on another origin (another port of the same host) that tries a form post and
+  // script requests against the dashboard's API.
+  const target = `${base}/api/jobs/${id}/cancel`;
+  const html = `<!doctype html><body>
+    <form id="f" method="post" action="${target}" enctype="text/plain">
+      <input name='{"a":"' value='"}'></form>
+    <script>
+      fetch(${JSON.stringify(target)}, {method: 'POST', mode: 'no-cors', body: '{}',
+            headers: {'Content-Type': 'text/plain'}}).catch(() => {});
+      fetch(${JSON.stringify(target)}, {method: 'POST', body: '{}',
+            headers: {'Content-Type': 'application/json'}})
+        .then(() => { document.title = 'fetched'; }, () => { document.title = 'blocked'; });
+      setTimeout(() => document.getElementById('f').submit(), 300);
+    </script></body>`;
+  const evil = http.createServer((req, res) => {
+    res.writeHead(200, {'Content-Type': 'text/html'});
+    res.end(html);
+  });
+  await new Promise((resolve) => evil.listen(0, '127.0.0.1', resolve));
+  try {
+    const other = await browser.newPage();
+    await other.goto(`http://localhost:${evil.address().port}/`);
+    await other.waitForURL(/\/cancel$/);  // the form went, and the server refused it
+    assert.match(await other.content(), /forbidden|unsupported_media_type/);
+    await other.close();
+  } finally {
+    evil.close();
+  }
+  assert.equal((await api('GET', `/api/jobs/${id}`)).json.state, 'available');
+});
+
+test('with a token, the page asks for it once and then shows the data', async () => {
+  const token = 'a-token-for-the-browser-test';
+  const guarded = await startServer({READPAST_TOKEN: token});
+  const tab = await browser.newPage();
+  try {
+    const unauthorized = await fetch(guarded.url + '/api/queues');
+    assert.equal(unauthorized.status, 401);
+    await tab.goto(guarded.url + '/');
+    await tab.locator('#token-dialog').waitFor({state: 'visible'});
+    assert.equal(await tab.locator('tr[data-queue]').count(), 0);
+    await tab.locator('#token-input').fill(token);
+    await tab.locator('#token-form button[type="submit"]').click();
+    await tab.locator('tr[data-queue="demo"]').waitFor();
+    assert.equal(await tab.locator('#token-dialog').isVisible(), false);
+  } finally {
+    await tab.close();
+    guarded.child.kill('SIGTERM');
+  }
+});
+
+test('the overview on a busy afternoon (screenshot)', async () => {
+  // Some history for the chart and a realistic mix of queues.
+  const lines = (n, make) => Array.from({length: n}, (_, i) => make(i)).join('\n') + '\n';
+  await readpast(['enqueue', 'emails', '--lines'],
+                 {input: lines(240, (i) => JSON.stringify({to: `user${i}@example.com`}))});
+  await readpast(['enqueue', 'reports', '--lines', '--delay', '1h'],
+                 {input: lines(12, (i) => JSON.stringify({report: i}))});
+  await readpast(['enqueue', 'webhooks', '--lines', '--max-attempts', '1'],
+                 {input: lines(3, (i) => JSON.stringify({hook: i}))});
+  await readpast(['work', 'webhooks', '--exec', 'echo "HTTP 502 from hooks.example.com" >&2; exit 1',
+                  '--drain']);
+  await readpast(['enqueue', 'thumbnails', '--lines'], {input: lines(40, (i) => `img-${i}.png`)});
+  await api('POST', '/api/queues/thumbnails/pause', {});
+
+  await page.goto(base + '/');
+  const worker = readpast(['work', 'emails', '--exec', 'cat >/dev/null', '--concurrency', '4',
+                           '--drain']);
+  // Half-way through the emails, for a picture of a working queue.
+  await eventually(async () => Number((await api('GET', '/api/queues/emails')).json.available),
+                   (n) => n < 150, 'emails worked');
+  await cellBecomes('thumbnails', 'paused', 'paused');
+  await new Promise((r) => setTimeout(r, 1000));
+  await page.screenshot({path: path.join(SHOTS, 'overview.png'), fullPage: true});
+  await worker;
+  await cellBecomes('emails', 'available', '0');
+});

@@ -1,0 +1,186 @@
+// Black-box tests of the operational commands: pause/resume, schedule, metrics,
+// stats --watch, JSON logs and the worker's retention options.
+#include <csignal>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "cli_fixture.hpp"
+
+namespace readpast::test {
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST_F(CliTest, PauseStopsWorkersAndResumeLetsThemGoOn) {
+  auto r = rp({"pause", "q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "paused q\n");
+  auto id = enqueue("q", "x");
+  // A draining worker finds the queue's job available but paused: it must not run it.
+  auto worker = start({"work", "q", "--exec", "cat >/dev/null", "--no-progress"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  EXPECT_EQ(show(id)["state"], "available");
+  EXPECT_EQ(stats("q")["paused"], true);
+  ASSERT_EQ(rp({"resume", "q"}).exit_code, 0);
+  bool done = false;
+  for (int i = 0; i < 200 && !done; ++i) {
+    done = show(id)["state"] == "succeeded";
+    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  EXPECT_TRUE(done) << "the worker did not resume";
+  worker->send_signal(SIGTERM);
+  EXPECT_EQ(worker->wait(std::chrono::seconds(20)).exit_code, 0);
+  EXPECT_EQ(stats("q")["paused"], false);
+  EXPECT_EQ(rp({"pause", "bad name"}).exit_code, 2);
+}
+
+TEST_F(CliTest, SchedulesAreAddedListedRunAndRemoved) {
+  auto added = rp({"schedule", "add", "beat", "ticks", "--every", "300ms", "payload"});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  EXPECT_EQ(added.out, "added schedule beat: every 300ms -> queue ticks\n");
+  auto replaced = rp({"schedule", "add", "beat", "ticks", "--every", "200ms", "payload"});
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.err;
+  EXPECT_NE(replaced.out.find("replaced"), std::string::npos);
+  ASSERT_EQ(rp({"schedule", "add", "nightly", "reports", "--cron", "0 3 * * *"}).exit_code, 0);
+
+  auto list = rp({"schedule", "list", "--json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  auto schedules = nlohmann::json::parse(list.out);
+  ASSERT_EQ(schedules.size(), 2u);
+  EXPECT_EQ(schedules[0]["name"], "beat");
+  EXPECT_EQ(schedules[0]["spec"], "every 200ms");
+  EXPECT_EQ(schedules[1]["spec"], "0 3 * * *");
+  auto table = rp({"schedule", "list"});
+  EXPECT_NE(table.out.find("nightly  reports  0 3 * * *"), std::string::npos) << table.out;
+
+  // Two workers run the schedule; each tick becomes exactly one job.
+  auto w1 = start({"work", "ticks", "--exec", "cat >/dev/null", "--no-progress"});
+  auto w2 = start({"work", "ticks", "--exec", "cat >/dev/null", "--no-progress"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ASSERT_EQ(rp({"schedule", "remove", "beat"}).exit_code, 0);
+  w1->send_signal(SIGTERM);
+  w2->send_signal(SIGTERM);
+  EXPECT_EQ(w1->wait(std::chrono::seconds(20)).exit_code, 0);
+  EXPECT_EQ(w2->wait(std::chrono::seconds(20)).exit_code, 0);
+  auto jobs = nlohmann::json::parse(rp({"list", "ticks", "--json", "--limit", "1000"}).out);
+  std::set<std::string> keys;
+  for (const auto& job : jobs) {
+    keys.insert(job["unique_key"].get<std::string>());
+    EXPECT_EQ(job["payload"], "payload");
+  }
+  EXPECT_EQ(keys.size(), jobs.size()) << "a tick was enqueued twice";
+  EXPECT_GE(jobs.size(), 4u);
+
+  auto missing = rp({"schedule", "remove", "beat"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(is_one_line_reason(missing.err));
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"schedule", "add", "x", "q"},
+           {"schedule", "add", "x", "q", "--cron", "61 * * * *"},
+           {"schedule", "add", "x", "q", "--cron", "* * * * *", "--every", "1s"},
+           {"schedule", "add", "x", "q", "--every", "soon"},
+           {"schedule", "add", "bad name", "q", "--every", "1s"},
+           {"schedule", "add", "x", "bad;queue", "--every", "1s"},
+           {"schedule"}}) {
+    auto r = rp(args);
+    EXPECT_EQ(r.exit_code, 2) << args.back() << ": " << r.err;
+    EXPECT_TRUE(is_one_line_reason(r.err)) << r.err;
+  }
+  EXPECT_EQ(nlohmann::json::parse(rp({"schedule", "list", "--json"}).out).size(), 1u);
+}
+
+TEST_F(CliTest, MetricsArePrometheusText) {
+  enqueue("q", "a");
+  enqueue("q", "b", {"--delay", "1h"});
+  ASSERT_EQ(rp({"pause", "q"}).exit_code, 0);
+  auto r = rp({"metrics"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("# TYPE readpast_jobs gauge\n"), std::string::npos);
+  EXPECT_NE(r.out.find("readpast_jobs{queue=\"q\",state=\"available\"} 2\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("readpast_jobs_scheduled{queue=\"q\"} 1\n"), std::string::npos);
+  EXPECT_NE(r.out.find("readpast_queue_paused{queue=\"q\"} 1\n"), std::string::npos);
+  for (const auto& line : lines_of(r.out)) {
+    if (line.starts_with("#")) continue;
+    // name{labels} value
+    EXPECT_NE(line.find("} "), std::string::npos) << line;
+  }
+}
+
+TEST_F(CliTest, StatsWatchRefreshesWithRates) {
+  for (int i = 0; i < 5; ++i) enqueue("q", "x");
+  auto r = rp({"stats", "--watch", "--interval", "200ms", "--count", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::size_t tables = 0;
+  for (std::size_t at = 0; (at = r.out.find("DONE/S", at)) != std::string::npos; ++at) ++tables;
+  EXPECT_EQ(tables, 3u) << r.out;
+  EXPECT_EQ(r.out.find("\x1b["), std::string::npos) << "screen control codes into a pipe";
+  EXPECT_NE(r.out.find("q              5"), std::string::npos) << r.out;
+  EXPECT_EQ(rp({"stats", "--watch", "--json"}).exit_code, 2);
+  EXPECT_EQ(rp({"stats", "--count", "2"}).exit_code, 2);
+  EXPECT_EQ(rp({"stats", "--watch", "--interval", "1ms"}).exit_code, 2);
+}
+
+TEST_F(CliTest, JsonLogsCarryTheEventsFields) {
+  auto id = enqueue("q", "x", {"--max-attempts", "1"});
+  auto r = rp({"--log-format", "json", "work", "q", "--exec", "echo nope >&2; exit 3", "--drain"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  bool saw_dead = false;
+  for (const auto& line : lines_of(r.err)) {
+    if (!line.starts_with("{")) continue;  // the command's own stderr passes through
+    auto event = nlohmann::json::parse(line);
+    EXPECT_TRUE(event.contains("time"));
+    EXPECT_TRUE(event.contains("level"));
+    EXPECT_TRUE(event.contains("msg"));
+    if (event.value("event", "") == "job_dead") {
+      saw_dead = true;
+      EXPECT_EQ(event["job_id"], std::to_string(id));
+      EXPECT_EQ(event["queue"], "q");
+      EXPECT_EQ(event["attempt"], "1");
+      EXPECT_EQ(event["level"], "error");
+      EXPECT_NE(event["error"].get<std::string>().find("exit status 3"), std::string::npos);
+    }
+  }
+  EXPECT_TRUE(saw_dead) << r.err;
+  EXPECT_EQ(rp({"--log-format", "xml", "stats"}).exit_code, 2);
+}
+
+TEST_F(CliTest, WorkerRetentionOptions) {
+  auto id = enqueue("q", "x", {"--max-attempts", "1"});
+  // The options are accepted (the passes themselves are tested with the Worker), and bad
+  // values refused.
+  auto r = rp({"work", "q", "--exec", "exit 1", "--drain", "--retain-dead", "forever",
+               "--retain-cancelled", "1h", "--retain-succeeded", "0s"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(show(id)["state"], "dead");
+  for (auto bad :
+       std::vector<std::string>{"--retain-dead", "--retain-cancelled", "--retain-succeeded"}) {
+    auto refused = rp({"work", "q", "--exec", "true", "--drain", bad, "later"});
+    EXPECT_EQ(refused.exit_code, 2) << bad;
+  }
+  EXPECT_EQ(
+      rp({"work", "q", "--exec", "true", "--drain", "--retain-succeeded", "forever"}).exit_code, 2);
+}
+
+TEST_F(CliTest, RetryLeavesAJobWhoseUniqueKeyIsHeldAndSaysWhy) {
+  auto dead = enqueue("q", "x", {"--unique", "k", "--max-attempts", "1"});
+  drain("q", "exit 1");
+  ASSERT_EQ(show(dead)["state"], "dead");
+  auto holder = enqueue("q", "y", {"--unique", "k"});
+  ASSERT_NE(holder, dead);
+  auto r = rp({"retry", std::to_string(dead)});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(is_one_line_reason(r.err));
+  EXPECT_NE(r.err.find("unique key 'k' is held"), std::string::npos) << r.err;
+  EXPECT_EQ(show(dead)["state"], "dead");
+}
+
+}  // namespace
+}  // namespace readpast::test

@@ -1,0 +1,200 @@
+// What only the SQLite engine has to prove: the file is in WAL mode with the documented
+// synchronous level; a writer blocked past busy_timeout gets kUnavailable in time; the
+// schema is versioned (older upgraded in place, newer refused) and checks queue names
+// itself; every hot path's statement uses its partial index.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "engines/sqlite/sqlite_connection.hpp"
+#include "engines/sqlite/sqlite_schema.hpp"
+#include "engines/sqlite/sqlite_sql.hpp"
+#include "readpast/readpast.hpp"
+#include "support/temp_dir.hpp"
+
+namespace readpast::test {
+namespace {
+
+using namespace std::chrono_literals;
+namespace sqlite = detail::sqlite;
+
+// A plain sqlite3 handle on the test's file, as another program would have.
+class RawDb {
+ public:
+  explicit RawDb(const std::string& path) {
+    if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) throw std::runtime_error("open");
+  }
+  ~RawDb() { sqlite3_close_v2(db_); }
+  RawDb(const RawDb&) = delete;
+  RawDb& operator=(const RawDb&) = delete;
+
+  // Runs `sql`; returns the first column of the first row ("" when none), or throws.
+  std::string scalar(const std::string& sql) {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+      throw std::runtime_error(sql + ": " + sqlite3_errmsg(db_));
+    }
+    std::string value;
+    int rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW && sqlite3_column_text(stmt, 0) != nullptr) {
+      value = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    }
+    sqlite3_finalize(stmt);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+      throw std::runtime_error(sql + ": " + sqlite3_errmsg(db_));
+    return value;
+  }
+  // All rows' column `column` of EXPLAIN QUERY PLAN, one per line.
+  std::string plan(const std::string& sql) {
+    sqlite3_stmt* stmt = nullptr;
+    const std::string explain = "EXPLAIN QUERY PLAN " + sql;
+    if (sqlite3_prepare_v2(db_, explain.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+      throw std::runtime_error(explain + ": " + sqlite3_errmsg(db_));
+    }
+    std::string text;
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+      text += reinterpret_cast<const char*>(sqlite3_column_text(stmt, 3));
+      text += "\n";
+    }
+    sqlite3_finalize(stmt);
+    return text;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+class SqliteEngineTest : public ::testing::Test {
+ protected:
+  std::string path() const { return dir_.file("jobs.db"); }
+  std::string url() const { return "sqlite:" + path(); }
+  Queue init(std::string suffix = "") {
+    QueueOptions options;
+    options.init_schema = true;
+    auto queue = Queue::open(url() + suffix, options);
+    if (!queue) throw std::runtime_error(queue.error().message);
+    return std::move(*queue);
+  }
+  TempDir dir_;
+};
+
+TEST_F(SqliteEngineTest, TheFileIsInWalModeWithSynchronousFullUnlessTheUrlSaysOtherwise) {
+  init();
+  RawDb raw(path());
+  EXPECT_EQ(raw.scalar("PRAGMA journal_mode"), "wal");
+  sqlite::Connection::Settings settings;
+  settings.path = path();
+  auto full = sqlite::Connection::open(settings);
+  ASSERT_TRUE(full);
+  auto sync = (*full)->prepare("PRAGMA synchronous");
+  ASSERT_TRUE(sync && (*sync)->step());
+  EXPECT_EQ((*sync)->int64(0), 2) << "FULL is 2";
+  settings.synchronous = "NORMAL";
+  auto normal = sqlite::Connection::open(settings);
+  ASSERT_TRUE(normal);
+  auto sync_normal = (*normal)->prepare("PRAGMA synchronous");
+  ASSERT_TRUE(sync_normal && (*sync_normal)->step());
+  EXPECT_EQ((*sync_normal)->int64(0), 1) << "NORMAL is 1";
+  auto bad = Queue::open(url() + "?synchronous=sometimes");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
+}
+
+TEST_F(SqliteEngineTest, AWriterBlockedPastBusyTimeoutIsToldTheDatabaseIsUnavailable) {
+  init();
+  Queue queue = *Queue::open(url() + "?busy_timeout=300");
+  RawDb blocker(path());
+  blocker.scalar("BEGIN IMMEDIATE");
+  NewJob job;
+  job.queue = "q";
+  const auto started = std::chrono::steady_clock::now();
+  auto enqueued = queue.enqueue(job);
+  const auto took = std::chrono::steady_clock::now() - started;
+  blocker.scalar("ROLLBACK");
+  ASSERT_FALSE(enqueued);
+  EXPECT_EQ(enqueued.error().code, ErrorCode::kUnavailable) << enqueued.error().message;
+  EXPECT_GE(took, 250ms);
+  EXPECT_LT(took, 5s) << "busy_timeout=300 was not honoured";
+  EXPECT_TRUE(queue.enqueue(job)) << "the database did not work again once the lock was gone";
+}
+
+TEST_F(SqliteEngineTest, ANewerSchemaIsRefused) {
+  init();
+  RawDb(path()).scalar("INSERT INTO readpast_schema_version (version) VALUES (99)");
+  auto opened = Queue::open(url());
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.error().code, ErrorCode::kSchema);
+  EXPECT_NE(opened.error().message.find("newer"), std::string::npos);
+  QueueOptions options;
+  options.init_schema = true;
+  auto init_again = Queue::open(url(), options);
+  ASSERT_FALSE(init_again);
+  EXPECT_EQ(init_again.error().code, ErrorCode::kSchema);
+}
+
+TEST_F(SqliteEngineTest, InitUpgradesADatabaseThatAnEarlierReleaseCreated) {
+  {
+    sqlite::Connection::Settings settings;
+    settings.path = path();
+    settings.create = true;
+    auto connection = sqlite::Connection::open(settings);
+    ASSERT_TRUE(connection);
+    ASSERT_EQ(*sqlite::migrate(**connection, 1), 1);
+  }
+  RawDb(path()).scalar(
+      "INSERT INTO readpast_jobs (queue, run_at, enqueued_at, payload) "
+      "VALUES ('q', 0, 0, 'from release 1')");
+  auto old = Queue::open(url());
+  ASSERT_FALSE(old);
+  EXPECT_EQ(old.error().code, ErrorCode::kSchema);
+  EXPECT_NE(old.error().message.find("older"), std::string::npos) << old.error().message;
+
+  Queue queue = init();
+  EXPECT_EQ(*queue.init(), sqlite::kSchemaVersion);
+  ASSERT_TRUE(queue.pause("q"));
+  EXPECT_TRUE(queue.lease(LeaseRequest{"q", "w", 1})->empty());
+  ASSERT_TRUE(queue.resume("q"));
+  auto leased = queue.lease(LeaseRequest{"q", "w", 1});
+  ASSERT_TRUE(leased && leased->size() == 1);
+  EXPECT_EQ(leased->front().payload, "from release 1");
+}
+
+TEST_F(SqliteEngineTest, TheDatabaseRefusesQueueNamesNoWorkerCouldUse) {
+  init();
+  RawDb raw(path());
+  for (const std::string& bad :
+       std::vector<std::string>{"", "bad name", "-lead", "x;y", std::string(129, 'a')}) {
+    EXPECT_THROW(raw.scalar("INSERT INTO readpast_jobs (queue, run_at, enqueued_at) VALUES ('" +
+                            bad + "', 0, 0)"),
+                 std::runtime_error)
+        << "'" << bad << "' was stored";
+  }
+  EXPECT_NO_THROW(raw.scalar(
+      "INSERT INTO readpast_jobs (queue, run_at, enqueued_at) VALUES ('ok_Name.1-x', 0, 0)"));
+  EXPECT_THROW(raw.scalar("UPDATE readpast_jobs SET queue = 'no good'"), std::runtime_error);
+}
+
+TEST_F(SqliteEngineTest, EveryHotPathUsesItsPartialIndex) {
+  Queue queue = init();
+  std::vector<NewJob> jobs(2000);
+  for (auto& job : jobs) job.queue = "q";
+  ASSERT_TRUE(queue.enqueue_batch(jobs));
+  RawDb raw(path());
+  raw.scalar("ANALYZE");
+  auto expect_index = [&](const char* sql, const std::string& index) {
+    const std::string plan = raw.plan(sql);
+    EXPECT_NE(plan.find("INDEX " + index + " ("), std::string::npos) << index << " not used by:\n"
+                                                                     << sql << "\n"
+                                                                     << plan;
+  };
+  expect_index(sqlite::sql::kLease, "readpast_jobs_lease");
+  expect_index(sqlite::sql::kRescueExpired, "readpast_jobs_expiry");
+  expect_index(sqlite::sql::kFindUniqueHolder, "readpast_jobs_unique");
+  expect_index(sqlite::sql::kPurge, "readpast_jobs_finished");
+}
+
+}  // namespace
+}  // namespace readpast::test
