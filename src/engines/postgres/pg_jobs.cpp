@@ -1,6 +1,7 @@
 #include "engines/postgres/pg_jobs.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 namespace readpast::detail::pg {
 namespace {
@@ -9,7 +10,10 @@ namespace {
 // finishing and reappearing between our statements: in practice one round, rarely two.
 constexpr int kMaxEnqueueRounds = 16;
 
-Params enqueue_params(std::span<const NewJob> jobs, std::span<const std::size_t> which) {
+// The jobs `which` as parallel arrays: queue, payload, priority, run_at, delay,
+// max_attempts and, when with_unique_keys, unique_key.
+Params enqueue_params(std::span<const NewJob> jobs, std::span<const std::size_t> which,
+                      bool with_unique_keys = true) {
   ArrayParam queue(Oid::kText), payload(Oid::kBytea), priority(Oid::kInt4),
       run_at(Oid::kTimestamptz), delay(Oid::kInt8), max_attempts(Oid::kInt4),
       unique_key(Oid::kText);
@@ -21,16 +25,13 @@ Params enqueue_params(std::span<const NewJob> jobs, std::span<const std::size_t>
     run_at.add_optional(job.run_at, encode_timestamptz);
     delay.add_optional(job.delay, [](Duration d) { return encode_int8(d.count()); });
     max_attempts.add(encode_int4(job.max_attempts));
-    unique_key.add_optional(job.unique_key, [](const std::string& k) { return k; });
+    if (with_unique_keys) {
+      unique_key.add_optional(job.unique_key, [](const std::string& k) { return k; });
+    }
   }
   Params params;
-  params.array(queue)
-      .array(payload)
-      .array(priority)
-      .array(run_at)
-      .array(delay)
-      .array(max_attempts)
-      .array(unique_key);
+  params.array(queue).array(payload).array(priority).array(run_at).array(delay).array(max_attempts);
+  if (with_unique_keys) params.array(unique_key);
   return params;
 }
 
@@ -57,19 +58,9 @@ Result<std::vector<Enqueued>> enqueue_plain(Connection& connection, const Sql& s
     if (rows->size() != 1) return fail_with(Error::internal("enqueue: no id came back"));
     return std::vector<Enqueued>{Enqueued{rows->int8(0, 0), true}};
   }
-  ArrayParam queue(Oid::kText), payload(Oid::kBytea), priority(Oid::kInt4),
-      run_at(Oid::kTimestamptz), delay(Oid::kInt8), max_attempts(Oid::kInt4);
-  for (const NewJob& job : jobs) {
-    queue.add(job.queue);
-    payload.add(job.payload);
-    priority.add(encode_int4(job.priority));
-    run_at.add_optional(job.run_at, encode_timestamptz);
-    delay.add_optional(job.delay, [](Duration d) { return encode_int8(d.count()); });
-    max_attempts.add(encode_int4(job.max_attempts));
-  }
-  Params params;
-  params.array(queue).array(payload).array(priority).array(run_at).array(delay).array(max_attempts);
-  auto rows = connection.exec(sql.enqueue_many, params);
+  std::vector<std::size_t> all(jobs.size());
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  auto rows = connection.exec(sql.enqueue_many, enqueue_params(jobs, all, false));
   if (!rows) return fail_with(rows.error());
   if (static_cast<std::size_t>(rows->size()) != jobs.size()) {
     return fail_with(Error::internal("enqueue: " + std::to_string(rows->size()) + " ids for " +
