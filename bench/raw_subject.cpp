@@ -179,18 +179,13 @@ class RawPgSubject final : public Subject {
 
   Cycle lease_cycle(int max_jobs) override {
     auto c = acquire();
-    Cycle cycle;
     auto t0 = Clock::now();
     auto rows = c->run("lease", PgParams().int4(max_jobs).bytes("raw/depth"));
     auto t1 = Clock::now();
     std::vector<std::int64_t> ids;
     for (int r = 0; r < PQntuples(rows.get()); ++r) ids.push_back(pg_int8(rows.get(), r, 0));
     if (!ids.empty()) c->run("complete", PgParams().int8_array(ids));
-    auto t2 = Clock::now();
-    cycle.leased = static_cast<int>(ids.size());
-    cycle.lease_us = std::chrono::duration<double, std::micro>(t1 - t0).count();
-    cycle.complete_us = std::chrono::duration<double, std::micro>(t2 - t1).count();
-    return cycle;
+    return Cycle::timed(ids.size(), t0, t1, Clock::now());
   }
 
  private:
@@ -396,7 +391,6 @@ class RawSqliteSubject final : public Subject {
 
   Cycle lease_cycle(int max_jobs) override {
     auto s = acquire();
-    Cycle cycle;
     std::vector<std::int64_t> ids;
     auto t0 = Clock::now();
     s->lease.bind_text(1, "raw/depth").bind(2, wall_micros()).bind(3, max_jobs);
@@ -410,11 +404,7 @@ class RawSqliteSubject final : public Subject {
       s->complete.reset();
     }
     s->db.exec("COMMIT");
-    auto t2 = Clock::now();
-    cycle.leased = static_cast<int>(ids.size());
-    cycle.lease_us = std::chrono::duration<double, std::micro>(t1 - t0).count();
-    cycle.complete_us = std::chrono::duration<double, std::micro>(t2 - t1).count();
-    return cycle;
+    return Cycle::timed(ids.size(), t0, t1, Clock::now());
   }
 
  private:

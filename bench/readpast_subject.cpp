@@ -206,7 +206,6 @@ class ReadpastSubject final : public Subject {
   }
 
   Cycle lease_cycle(int max_jobs) override {
-    Cycle cycle;
     const LeaseRequest request{.queue = std::string(kQueue),
                                .worker_id = "bench/depth",
                                .max_jobs = max_jobs,
@@ -217,11 +216,7 @@ class ReadpastSubject final : public Subject {
     std::vector<LeasedRef> refs;
     for (const Job& job : jobs) refs.push_back(LeasedRef{job.id, *job.lease_token});
     if (!refs.empty()) must(queue_->complete_batch(refs), "complete_batch");
-    auto t2 = Clock::now();
-    cycle.leased = static_cast<int>(jobs.size());
-    cycle.lease_us = std::chrono::duration<double, std::micro>(t1 - t0).count();
-    cycle.complete_us = std::chrono::duration<double, std::micro>(t2 - t1).count();
-    return cycle;
+    return Cycle::timed(jobs.size(), t0, t1, Clock::now());
   }
 
  private:

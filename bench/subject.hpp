@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -101,6 +102,15 @@ class Subject {
     int leased = 0;
     double lease_us = 0;
     double complete_us = 0;
+
+    // `leased` jobs, leased from `start` to `leased_at` and completed by `completed_at`.
+    using TimePoint = std::chrono::steady_clock::time_point;
+    static Cycle timed(std::size_t leased, TimePoint start, TimePoint leased_at,
+                       TimePoint completed_at) {
+      using Micros = std::chrono::duration<double, std::micro>;
+      return Cycle{static_cast<int>(leased), Micros(leased_at - start).count(),
+                   Micros(completed_at - leased_at).count()};
+    }
   };
   virtual Cycle lease_cycle(int max_jobs) = 0;
 };
