@@ -269,10 +269,16 @@ constexpr const char* kSqliteEnqueue =
     "INSERT INTO rawq_jobs (queue, run_at, payload) VALUES (?1, ?2, ?3)";
 // One statement: SQLite takes the write lock when it starts, so it is its own short
 // IMMEDIATE transaction.
-constexpr const char* kSqliteLease =
-    "UPDATE rawq_jobs SET locked_by = ?1, locked_until = ?2 + 300000000, attempts = attempts + 1 "
-    "WHERE id IN (SELECT id FROM rawq_jobs WHERE locked_until IS NULL AND run_at <= ?2 "
-    "ORDER BY priority, id LIMIT ?3) RETURNING id, payload";
+#define RAWQ_SQLITE_LEASE(id_matches)                                                            \
+  "UPDATE rawq_jobs SET locked_by = ?1, locked_until = ?2 + 300000000, attempts = attempts + 1 " \
+  "WHERE id " id_matches                                                                         \
+  " (SELECT id FROM rawq_jobs WHERE locked_until IS NULL AND run_at <= ?2 "                      \
+  "ORDER BY priority, id LIMIT ?3) RETURNING id, payload"
+constexpr const char* kSqliteLease = RAWQ_SQLITE_LEASE("IN");
+// For one job: SQLite builds no ephemeral tables for `= (sub-select)` but the one RETURNING
+// needs, against three for IN (see readpast's kLeaseOne, which does the same).
+constexpr const char* kSqliteLeaseOne = RAWQ_SQLITE_LEASE("=");
+#undef RAWQ_SQLITE_LEASE
 constexpr const char* kSqliteComplete = "DELETE FROM rawq_jobs WHERE id = ?1";
 
 // One connection with its statements prepared.
@@ -281,10 +287,13 @@ struct SqliteSession {
       : db(path, synchronous),
         enqueue(db.raw(), kSqliteEnqueue),
         lease(db.raw(), kSqliteLease),
+        lease_one(db.raw(), kSqliteLeaseOne),
         complete(db.raw(), kSqliteComplete) {}
+  SqliteStmt& lease_of(int max_jobs) { return max_jobs == 1 ? lease_one : lease; }
   SqliteDb db;
   SqliteStmt enqueue;
   SqliteStmt lease;
+  SqliteStmt lease_one;
   SqliteStmt complete;
 };
 
@@ -300,8 +309,8 @@ class RawSqliteSubject final : public Subject {
   std::string system() const override { return "raw-sqlite"; }
   std::string describe() const override {
     return "minimal table rawq_jobs, WAL, synchronous=" + synchronous_ +
-           "; lease: " + std::string(kSqliteLease) + "; complete: BEGIN IMMEDIATE; " +
-           kSqliteComplete + " per job; COMMIT";
+           "; lease: " + std::string(kSqliteLease) + " (one job: WHERE id = (SELECT ...)); " +
+           "complete: BEGIN IMMEDIATE; " + kSqliteComplete + " per job; COMMIT";
   }
 
   void reset() override { admin_.exec("DELETE FROM rawq_jobs"); }
@@ -347,14 +356,15 @@ class RawSqliteSubject final : public Subject {
       SqliteSession s(path_, synchronous_);
       SqliteStmt data_version(s.db.raw(), "PRAGMA data_version");
       std::vector<std::int64_t> ids;
+      SqliteStmt& lease = s.lease_of(setup.batch);
       while (!stop.stop_requested()) {
         ids.clear();
-        s.lease.bind_text(1, worker).bind(2, wall_micros()).bind(3, setup.batch);
-        while (s.lease.step()) {
-          ids.push_back(s.lease.int64(0));
-          handler(ids.back(), s.lease.blob(1));
+        lease.bind_text(1, worker).bind(2, wall_micros()).bind(3, setup.batch);
+        while (lease.step()) {
+          ids.push_back(lease.int64(0));
+          handler(ids.back(), lease.blob(1));
         }
-        s.lease.reset();
+        lease.reset();
         ++mine.leases;
         if (ids.empty()) {
           ++mine.empty_leases;
@@ -392,10 +402,11 @@ class RawSqliteSubject final : public Subject {
   Cycle lease_cycle(int max_jobs) override {
     auto s = acquire();
     std::vector<std::int64_t> ids;
+    SqliteStmt& lease = s->lease_of(max_jobs);
     auto t0 = Clock::now();
-    s->lease.bind_text(1, "raw/depth").bind(2, wall_micros()).bind(3, max_jobs);
-    while (s->lease.step()) ids.push_back(s->lease.int64(0));
-    s->lease.reset();
+    lease.bind_text(1, "raw/depth").bind(2, wall_micros()).bind(3, max_jobs);
+    while (lease.step()) ids.push_back(lease.int64(0));
+    lease.reset();
     auto t1 = Clock::now();
     s->db.exec("BEGIN IMMEDIATE");
     for (std::int64_t id : ids) {

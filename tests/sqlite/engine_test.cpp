@@ -47,23 +47,27 @@ class RawDb {
       throw std::runtime_error(sql + ": " + sqlite3_errmsg(db_));
     return value;
   }
-  // All rows' column `column` of EXPLAIN QUERY PLAN, one per line.
-  std::string plan(const std::string& sql) {
+  // The steps of EXPLAIN QUERY PLAN, one per line.
+  std::string plan(const std::string& sql) { return lines_of("EXPLAIN QUERY PLAN " + sql, 3); }
+  // The opcodes of the program `sql` compiles to, one per line.
+  std::string opcodes(const std::string& sql) { return lines_of("EXPLAIN " + sql, 1); }
+
+ private:
+  // Column `column` of every row of `sql`, one per line.
+  std::string lines_of(const std::string& sql, int column) {
     sqlite3_stmt* stmt = nullptr;
-    const std::string explain = "EXPLAIN QUERY PLAN " + sql;
-    if (sqlite3_prepare_v2(db_, explain.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
-      throw std::runtime_error(explain + ": " + sqlite3_errmsg(db_));
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+      throw std::runtime_error(sql + ": " + sqlite3_errmsg(db_));
     }
     std::string text;
     while (sqlite3_step(stmt) == SQLITE_ROW) {
-      text += reinterpret_cast<const char*>(sqlite3_column_text(stmt, 3));
+      text += reinterpret_cast<const char*>(sqlite3_column_text(stmt, column));
       text += "\n";
     }
     sqlite3_finalize(stmt);
     return text;
   }
 
- private:
   sqlite3* db_ = nullptr;
 };
 
@@ -162,6 +166,90 @@ TEST_F(SqliteEngineTest, InitUpgradesADatabaseThatAnEarlierReleaseCreated) {
   EXPECT_EQ(leased->front().payload, "from release 1");
 }
 
+TEST_F(SqliteEngineTest, UpgradingFromVersion2KeepsEveryJobAndNeverReusesAnId) {
+  {
+    sqlite::Connection::Settings settings;
+    settings.path = path();
+    settings.create = true;
+    auto connection = sqlite::Connection::open(settings);
+    ASSERT_TRUE(connection);
+    ASSERT_EQ(*sqlite::migrate(**connection, 2), 2);
+  }
+  {
+    RawDb raw(path());
+    for (const char* values :
+         {"('q', 'available', NULL, 'first', 0, 0)", "('q', 'running', 'k', 'second', 0, 0)",
+          "('q', 'available', NULL, 'x', 0, 0)"}) {
+      raw.scalar(std::string("INSERT INTO readpast_jobs (queue, state, unique_key, payload, "
+                             "run_at, enqueued_at) VALUES ") +
+                 values);
+    }
+    raw.scalar("UPDATE readpast_jobs SET attempts = 1, lease_token = 'aa' WHERE id = 2");
+    raw.scalar("DELETE FROM readpast_jobs WHERE id = 3");  // the counter stays at 3
+  }
+
+  Queue queue = init();
+  EXPECT_EQ(*queue.init(), sqlite::kSchemaVersion);
+  auto first = queue.get(1);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->payload, "first");
+  EXPECT_EQ(first->state, JobState::kAvailable);
+  auto second = queue.get(2);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->state, JobState::kRunning);
+  EXPECT_EQ(second->attempts, 1);
+  EXPECT_EQ(second->unique_key, "k");
+  EXPECT_EQ(queue.get(3).error().code, ErrorCode::kNotFound);
+
+  NewJob job;
+  job.queue = "q";
+  auto added = queue.enqueue(job);
+  ASSERT_TRUE(added);
+  EXPECT_EQ(added->id, 4) << "the AUTOINCREMENT counter was not carried over";
+  job.unique_key = "k";
+  auto keyed = queue.enqueue(job);
+  ASSERT_TRUE(keyed);
+  EXPECT_FALSE(keyed->inserted) << "the unique index was not recreated";
+  EXPECT_EQ(keyed->id, 2);
+  RawDb raw(path());
+  EXPECT_THROW(raw.scalar("INSERT INTO readpast_jobs (queue, run_at, enqueued_at) "
+                          "VALUES ('no good', 0, 0)"),
+               std::runtime_error)
+      << "the queue-name trigger was not recreated";
+  EXPECT_EQ(raw.scalar("SELECT count(*) FROM sqlite_master WHERE tbl_name = 'readpast_jobs' "
+                       "AND type = 'index' AND sql IS NOT NULL"),
+            "5");
+  auto leased = queue.lease(LeaseRequest{"q", "w", 10});
+  ASSERT_TRUE(leased);
+  ASSERT_EQ(leased->size(), 2u);
+  EXPECT_EQ(leased->front().id, 1);
+  EXPECT_EQ(leased->back().id, 4);
+}
+
+// SQLite evaluates an IN list of three or more values, an IN (sub-select) and RETURNING
+// through ephemeral tables: b-trees with a page cache of their own that every execution
+// allocates and frees, which cost more than the rest of such a short statement. The
+// statements each job runs build none, and a lease of one job only RETURNING's.
+TEST_F(SqliteEngineTest, TheStatementsEveryJobRunsBuildNoEphemeralTable) {
+  init();
+  RawDb raw(path());
+  auto ephemeral_tables = [&](const char* sql) {
+    const std::string program = raw.opcodes(sql);
+    int count = 0;
+    for (auto at = program.find("OpenEphemeral\n"); at != std::string::npos;
+         at = program.find("OpenEphemeral\n", at + 1)) {
+      ++count;
+    }
+    return count;
+  };
+  for (const char* sql :
+       {sqlite::sql::kInsertJob, sqlite::sql::kComplete, sqlite::sql::kCompleteDelete,
+        sqlite::sql::kExtend, sqlite::sql::kRelease}) {
+    EXPECT_EQ(ephemeral_tables(sql), 0) << sql << "\n" << raw.opcodes(sql);
+  }
+  EXPECT_EQ(ephemeral_tables(sqlite::sql::kLeaseOne), 1) << raw.opcodes(sqlite::sql::kLeaseOne);
+}
+
 TEST_F(SqliteEngineTest, TheDatabaseRefusesQueueNamesNoWorkerCouldUse) {
   init();
   RawDb raw(path());
@@ -191,6 +279,7 @@ TEST_F(SqliteEngineTest, EveryHotPathUsesItsPartialIndex) {
                                                                      << plan;
   };
   expect_index(sqlite::sql::kLease, "readpast_jobs_lease");
+  expect_index(sqlite::sql::kLeaseOne, "readpast_jobs_lease");
   expect_index(sqlite::sql::kRescueExpired, "readpast_jobs_expiry");
   expect_index(sqlite::sql::kFindUniqueHolder, "readpast_jobs_unique");
   expect_index(sqlite::sql::kPurge, "readpast_jobs_finished");

@@ -104,6 +104,7 @@ class Connection {
   Result<std::unique_ptr<Statement>> prepare(const char* sql);
   Status exec(const char* sql);
   int changes() const { return sqlite3_changes(db_.get()); }
+  std::int64_t last_insert_rowid() const { return sqlite3_last_insert_rowid(db_.get()); }
 
   // The readpast error for the connection's last failure, e.g. busy → kUnavailable.
   Error error(int code, std::string_view context) const;

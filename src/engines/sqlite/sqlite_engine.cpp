@@ -131,9 +131,8 @@ class SqliteEngine final : public Engine {
         s.bind_null(6);
       }
       s.bind_blob(7, job.payload);
-      auto row = s.step();
-      if (!row) return fail_with(row.error());
-      results.push_back(Enqueued{s.int64(0), true});
+      if (auto done = s.step(); !done) return fail_with(done.error());
+      results.push_back(Enqueued{c.last_insert_rowid(), true});
     }
     return results;
   }
@@ -141,7 +140,7 @@ class SqliteEngine final : public Engine {
   Result<std::vector<Job>> lease(const LeaseRequest& request) override {
     auto jobs =
         write<std::vector<Job>>([&](Connection& c, std::int64_t now) -> Result<std::vector<Job>> {
-          auto lease = c.prepare(sql::kLease);
+          auto lease = c.prepare(request.max_jobs == 1 ? sql::kLeaseOne : sql::kLease);
           if (!lease) return fail_with(lease.error());
           Statement& s = **lease;
           s.bind(1, std::string_view(request.worker_id));

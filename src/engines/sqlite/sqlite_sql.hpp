@@ -24,23 +24,31 @@ inline constexpr const char* kFindUniqueHolder =
     "SELECT id FROM readpast_jobs WHERE queue = ?1 AND unique_key = ?2 "
     "AND state IN ('available', 'running')";
 
-// ?1 queue, ?2 priority, ?3 run_at, ?4 max_attempts, ?5 now, ?6 unique_key, ?7 payload
+// ?1 queue, ?2 priority, ?3 run_at, ?4 max_attempts, ?5 now, ?6 unique_key, ?7 payload.
+// The new id is read with sqlite3_last_insert_rowid(), not RETURNING: RETURNING buffers
+// its rows in an ephemeral table that every execution would build and free.
 inline constexpr const char* kInsertJob =
     "INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempts, "
-    "enqueued_at, unique_key, payload) VALUES (?1, 'available', ?2, ?3, 0, ?4, ?5, ?6, ?7) "
-    "RETURNING id";
+    "enqueued_at, unique_key, payload) VALUES (?1, 'available', ?2, ?3, 0, ?4, ?5, ?6, ?7)";
 
 // ?1 worker id, ?2 now, ?3 lease duration, ?4 queue, ?5 max jobs.
 // The sub-select walks readpast_jobs_lease in (priority, run_at, id) order. RETURNING
 // order is unspecified, so the engine sorts the rows it returns.
-inline constexpr const char* kLease =
-    "UPDATE readpast_jobs SET state = 'running', attempts = attempts + 1, "
-    "lease_token = lower(hex(randomblob(16))), leased_by = ?1, lease_expires_at = ?2 + ?3, "
-    "started_at = ?2 "
-    "WHERE id IN (SELECT id FROM readpast_jobs WHERE queue = ?4 AND state = 'available' "
-    "AND run_at <= ?2 AND NOT EXISTS (" READPAST_SQLITE_PAUSED("?4") ") "
-    "ORDER BY priority, run_at, id LIMIT ?5) "
-    "RETURNING " READPAST_SQLITE_JOB_COLUMNS;
+#define READPAST_SQLITE_LEASE(id_matches)                                                  \
+  "UPDATE readpast_jobs SET state = 'running', attempts = attempts + 1, "                  \
+  "lease_token = lower(hex(randomblob(16))), leased_by = ?1, lease_expires_at = ?2 + ?3, " \
+  "started_at = ?2 "                                                                       \
+  "WHERE id " id_matches                                                                   \
+  " (SELECT id FROM readpast_jobs WHERE queue = ?4 "                                       \
+  "AND state = 'available' AND run_at <= ?2 AND NOT EXISTS (" READPAST_SQLITE_PAUSED(      \
+      "?4") ") ORDER BY priority, run_at, id LIMIT ?5) RETURNING " READPAST_SQLITE_JOB_COLUMNS
+inline constexpr const char* kLease = READPAST_SQLITE_LEASE("IN");
+// The same for one job. SQLite builds an ephemeral table (a b-tree with a page cache of
+// its own, allocated and freed by every execution) for IN (sub-select) and one for the
+// UPDATE's row set when it also has RETURNING; `id = (sub-select)` needs neither, which
+// leaves the one RETURNING buffers its rows in. ?5 is 1.
+inline constexpr const char* kLeaseOne = READPAST_SQLITE_LEASE("=");
+#undef READPAST_SQLITE_LEASE
 
 // ?1 queue, ?2 now
 inline constexpr const char* kRescueExpired =
@@ -106,10 +114,13 @@ inline constexpr const char* kRetryCandidates =
     "SELECT id FROM readpast_jobs WHERE queue = ?1 AND state = ?2 "
     "AND state IN ('dead', 'cancelled') AND id > ?3 ORDER BY id LIMIT ?4";
 
-// ?1 queue, ?2 state, ?3 finished at or before, ?4 limit. Walks readpast_jobs_finished.
+// ?1 queue, ?2 state, ?3 finished at or before, ?4 limit. Walks readpast_jobs_finished:
+// the OR chain repeats the index's condition word for word, which is what lets SQLite use
+// a partial index here (state = ?2 alone cannot prove it).
 inline constexpr const char* kPurge =
     "DELETE FROM readpast_jobs WHERE id IN (SELECT id FROM readpast_jobs "
-    "WHERE queue = ?1 AND state = ?2 AND state IN ('succeeded', 'dead', 'cancelled') "
+    "WHERE queue = ?1 AND state = ?2 "
+    "AND (state = 'succeeded' OR state = 'dead' OR state = 'cancelled') "
     "AND finished_at <= ?3 ORDER BY finished_at LIMIT ?4)";
 
 // ?1 now. One row per (queue, state); scheduled and oldest only matter for 'available'.
