@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "common.hpp"
@@ -158,9 +160,14 @@ int child_work_main(Subject& subject, const WorkerSetup& setup_in) {
     std::atomic<std::int64_t> completed{0};
     WorkerSetup setup = setup_in;
     setup.completed = &completed;
+    // Wakes at once when stopped: the parent times the drain until every child's "done"
+    // line, so a sleeping reporter would round every drain up to its next 200 ms tick.
     std::jthread reporter([&](std::stop_token stop) {
-      while (!stop.stop_requested()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      std::mutex mu;
+      std::condition_variable_any tick;
+      std::unique_lock lock(mu);
+      while (!tick.wait_for(lock, stop, std::chrono::milliseconds(200), [] { return false; }) &&
+             !stop.stop_requested()) {
         say("progress " + std::to_string(completed.load()));
       }
     });
