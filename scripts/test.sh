@@ -33,7 +33,7 @@ run_config() {
   local name=$1 label_regex=$2 exclude_regex=$3 targets=$4
   shift 4
   local dir="$root/build-ci/$name"
-  echo "== $name: configure and build"
+  echo "== $name: configure and build (${SECONDS}s into the run)"
   cmake -S "$root" -B "$dir" -G Ninja -DREADPAST_WERROR=ON "$@" >/dev/null
   if [ -n "$targets" ]; then
     # shellcheck disable=SC2086
@@ -41,7 +41,7 @@ run_config() {
   else
     cmake --build "$dir" -j "$jobs"
   fi
-  echo "== $name: test"
+  echo "== $name: test (${SECONDS}s into the run)"
   local log="$dir/ctest.log"
   local args=(--test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900)
   [ -n "$label_regex" ] && args+=(-L "$label_regex")
@@ -62,11 +62,11 @@ run_config() {
 # The fuzz targets: a project of their own (tests/fuzz) built with clang.
 run_fuzz_config() {
   local dir="$root/build-ci/fuzz"
-  echo "== fuzz: configure and build"
+  echo "== fuzz: configure and build (${SECONDS}s into the run)"
   cmake -S "$root/tests/fuzz" -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
     -DREADPAST_FUZZ_SECONDS="${READPAST_FUZZ_SECONDS:-5}" >/dev/null
   cmake --build "$dir" -j "$jobs"
-  echo "== fuzz: run"
+  echo "== fuzz: run (${SECONDS}s into the run)"
   local log="$dir/ctest.log"
   set +e
   ctest --test-dir "$dir" --output-on-failure -j "$jobs" 2>&1 | tee "$log"
@@ -98,5 +98,5 @@ done
 if [ ${#failed_configs[@]} -gt 0 ]; then
   echo "failed configurations: ${failed_configs[*]}"
 fi
-echo "readpast: $total_passed passed, $total_failed failed"
+echo "readpast: $total_passed passed, $total_failed failed, in ${SECONDS}s"
 [ ${#failed_configs[@]} -eq 0 ]
