@@ -1,6 +1,7 @@
 // readpast/readpast.hpp — includes the whole public API.
 #pragma once
 
+#include "readpast/allocator.hpp"
 #include "readpast/error.hpp"
 #include "readpast/job.hpp"
 #include "readpast/options.hpp"

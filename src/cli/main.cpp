@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "cli/session.hpp"
+#include "readpast/allocator.hpp"
 
 namespace {
 
@@ -25,5 +26,8 @@ void ensure_standard_descriptors() {
 
 int main(int argc, char** argv) {
   ensure_standard_descriptors();
+  // Before any thread starts: `readpast work` leases from SQLite in worker threads (the
+  // header says why this matters).
+  readpast::keep_freed_memory_for_reuse();
   return readpast::cli::run_cli(argc, argv);
 }
