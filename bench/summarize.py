@@ -126,8 +126,13 @@ def targets(rows, peer_rows):
     for engine in (pg, sq):
         depth_rows = [r for r in rows if r.get("engine") == engine and r.get("system") == "readpast"
                       and r.get("metric", "").startswith("lease_us_depth")]
-        for b in sorted({r["batch"] for r in depth_rows}):
-            rs = sorted((r for r in depth_rows if r["batch"] == b), key=lambda r: r["depth"])
+        # Deepest against shallowest within one file (one run): depths from different runs
+        # would compare different machines' moods.
+        runs = defaultdict(list)
+        for r in depth_rows:
+            runs[(r["batch"], r["_file"])].append(r)
+        for (b, _), rs in sorted(runs.items(), key=lambda kv: (max(r["depth"] for r in kv[1]), kv[0][0])):
+            rs.sort(key=lambda r: r["depth"])
             if len(rs) >= 2:
                 ratio = rs[-1]["value"] / rs[0]["value"]
                 row(f"{engine} lease(max_jobs={b}) at {rs[-1]['depth']:,} jobs within 1.5× of {rs[0]['depth']:,}",
