@@ -75,6 +75,15 @@ class SqliteEngineTest : public ::testing::Test {
  protected:
   std::string path() const { return dir_.file("jobs.db"); }
   std::string url() const { return "sqlite:" + path(); }
+  // The file as release `version` of readpast left it: migrated up to that version only.
+  void create_as_release(int version) {
+    sqlite::Connection::Settings settings;
+    settings.path = path();
+    settings.create = true;
+    auto connection = sqlite::Connection::open(settings);
+    ASSERT_TRUE(connection);
+    ASSERT_EQ(*sqlite::migrate(**connection, version), version);
+  }
   Queue init(std::string suffix = "") {
     QueueOptions options;
     options.init_schema = true;
@@ -140,14 +149,7 @@ TEST_F(SqliteEngineTest, ANewerSchemaIsRefused) {
 }
 
 TEST_F(SqliteEngineTest, InitUpgradesADatabaseThatAnEarlierReleaseCreated) {
-  {
-    sqlite::Connection::Settings settings;
-    settings.path = path();
-    settings.create = true;
-    auto connection = sqlite::Connection::open(settings);
-    ASSERT_TRUE(connection);
-    ASSERT_EQ(*sqlite::migrate(**connection, 1), 1);
-  }
+  ASSERT_NO_FATAL_FAILURE(create_as_release(1));
   RawDb(path()).scalar(
       "INSERT INTO readpast_jobs (queue, run_at, enqueued_at, payload) "
       "VALUES ('q', 0, 0, 'from release 1')");
@@ -167,14 +169,7 @@ TEST_F(SqliteEngineTest, InitUpgradesADatabaseThatAnEarlierReleaseCreated) {
 }
 
 TEST_F(SqliteEngineTest, UpgradingFromVersion2KeepsEveryJobAndNeverReusesAnId) {
-  {
-    sqlite::Connection::Settings settings;
-    settings.path = path();
-    settings.create = true;
-    auto connection = sqlite::Connection::open(settings);
-    ASSERT_TRUE(connection);
-    ASSERT_EQ(*sqlite::migrate(**connection, 2), 2);
-  }
+  ASSERT_NO_FATAL_FAILURE(create_as_release(2));
   {
     RawDb raw(path());
     for (const char* values :
