@@ -166,8 +166,8 @@ int child_work_main(Subject& subject, const WorkerSetup& setup_in) {
       std::mutex mu;
       std::condition_variable_any tick;
       std::unique_lock lock(mu);
-      while (!tick.wait_for(lock, stop, std::chrono::milliseconds(200), [] { return false; }) &&
-             !stop.stop_requested()) {
+      while (!tick.wait_for(lock, stop, std::chrono::milliseconds(200),
+                            [&stop] { return stop.stop_requested(); })) {
         say("progress " + std::to_string(completed.load()));
       }
     });
