@@ -63,7 +63,9 @@ class Queue {
   // Blocks until jobs may have become available in the queue (a NOTIFY on PostgreSQL, a
   // commit by any connection on SQLite) or the timeout passes. Returns true when woken
   // early. A worker calls it when lease() returned nothing, instead of sleeping blindly;
-  // it never replaces lease(): a true result is a hint, not a promise.
+  // it never replaces lease(): a true result is a hint, not a promise. On PostgreSQL, of
+  // the threads waiting on one Queue for the queue, a notification wakes one; a lease()
+  // that comes back with max_jobs jobs wakes the next (docs/postgres.md).
   Result<bool> wait_for_work(std::string_view queue, Duration timeout);
 
   // Moves running jobs of the queue whose lease expired back to available (or to dead

@@ -40,7 +40,19 @@ Listener::~Listener() {
 
 void Listener::lease_started(std::string_view queue) {
   std::lock_guard lock(mu_);
-  if (auto it = queues_.find(queue); it != queues_.end()) it->second.seen = it->second.notified;
+  if (auto it = queues_.find(queue); it != queues_.end()) it->second.wakeups = 0;
+}
+
+void Listener::wake_one(std::string_view queue) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = queues_.find(queue);
+    if (it == queues_.end()) return;
+    ++it->second.wakeups;
+  }
+  // One condition variable serves every queue, so all waiters look; one of this queue's
+  // takes the wake-up and the rest sleep on.
+  notified_.notify_all();
 }
 
 void Listener::subscribe(std::string_view queue, Duration patience) {
@@ -58,9 +70,10 @@ bool Listener::wait(std::string_view queue, Duration timeout) {
   auto it = queues_.find(queue);
   if (it == queues_.end()) it = queues_.emplace(std::string(queue), QueueState{}).first;
   QueueState& state = it->second;  // map nodes are stable
-  const std::uint64_t since = state.seen;
-  const bool woken = notified_.wait_for(lock, timeout, [&] { return state.notified != since; });
-  state.seen = state.notified;
+  const std::uint64_t since = state.broadcasts;
+  const bool woken = notified_.wait_for(
+      lock, timeout, [&] { return state.wakeups > 0 || state.broadcasts != since; });
+  if (state.wakeups > 0) --state.wakeups;
   return woken;
 }
 
@@ -69,7 +82,7 @@ void Listener::set_listening(bool listening, bool wake_everyone) {
     std::lock_guard lock(mu_);
     listening_ = listening;
     if (wake_everyone) {
-      for (auto& [name, state] : queues_) ++state.notified;
+      for (auto& [name, state] : queues_) ++state.broadcasts;
     }
   }
   notified_.notify_all();
@@ -143,7 +156,7 @@ void Listener::run(std::stop_token stop) {
       std::lock_guard lock(mu_);
       while (auto n = std::unique_ptr<PGnotify, NotifyDeleter>(PQnotifies(conn))) {
         if (auto it = queues_.find(std::string_view(n->extra)); it != queues_.end()) {
-          ++it->second.notified;
+          ++it->second.wakeups;
           any = true;
         }
       }

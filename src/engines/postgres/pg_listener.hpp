@@ -14,10 +14,18 @@
 //
 // No notification is lost in the gaps: subscribe() returns once the listener is LISTENing,
 // and wait_for_work looks at the table only after that, so a job that became available
-// is either visible to that look or announced afterwards. The gap between a lease that
-// found nothing and the wait() that follows is closed by generations: each queue counts
-// the notifications received; lease_started() records the count, and wait() returns at
-// once if it moved since. After a reconnect every queue is woken once, since
+// is either visible to that look or announced afterwards.
+//
+// One notification wakes one waiter of its queue, not all of them: when many threads of
+// one process wait on a queue (the bench's workers, a program's own loops), waking all for
+// one job made them all race for it, and the lease of the one that won waited behind the
+// others' on the database's CPU. Each queue counts the wake-ups announced and not yet
+// taken; wait() takes one. A lease covers every announcement received before it started
+// (its snapshot sees those jobs), so lease_started() drops the count; a notification that
+// arrives during a lease stays counted, so the next wait() returns at once. A lease that
+// comes back full may have left jobs behind that one notification announced, so its caller
+// hands the wake-up on (wake_one) and the next waiter leases too: a batch enqueue draws in
+// waiters one full lease at a time. After a reconnect every waiter is woken, since
 // notifications sent while disconnected are lost.
 //
 // Thread-safety: all methods may be called from any thread; queues_ and the thread's
@@ -46,20 +54,24 @@ class Listener {
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
 
-  // Called when a lease of the queue starts (cheap; does nothing for a queue that no one
-  // has waited on yet).
+  // Called when a lease of the queue starts: it covers every wake-up announced so far
+  // (cheap; does nothing for a queue that no one has waited on yet).
   void lease_started(std::string_view queue);
+  // Wakes one waiter of the queue, or lets the next wait() return at once: called when a
+  // lease came back full, so that another waiter leases what it may have left.
+  void wake_one(std::string_view queue);
   // Starts listening for the queue's notifications (the first call starts the listener's
   // thread) and waits until the listener is LISTENing, at most `patience`.
   void subscribe(std::string_view queue, Duration patience);
-  // Blocks until a notification for the queue arrives (true; also when one arrived since
-  // the last lease_started, subscribe or wait of the queue) or the timeout passes (false).
+  // Blocks until it takes a wake-up of the queue (true; at once when one is waiting: a
+  // notification received since the last lease_started, or a wake_one) or the timeout
+  // passes (false).
   bool wait(std::string_view queue, Duration timeout);
 
  private:
   struct QueueState {
-    std::uint64_t notified = 0;  // notifications received
-    std::uint64_t seen = 0;      // `notified` at the last lease start or wake-up
+    std::uint64_t wakeups = 0;     // announced, and neither taken by a waiter nor leased
+    std::uint64_t broadcasts = 0;  // bumped to wake every waiter at once (a reconnect)
   };
 
   void run(std::stop_token stop);

@@ -185,6 +185,9 @@ class PostgresEngine final : public Engine {
     if (!c) return fail_with(c.error());
     auto rows = (*c)->exec(*statement, params);
     if (!rows) return fail_with(rows.error());
+    // Full: more jobs may wait than this lease took, announced by one notification that
+    // woke only this caller (pg_listener.hpp). Pass the wake-up on.
+    if (rows->size() == request.max_jobs) listener_.wake_one(request.queue);
     std::vector<Job> jobs;
     jobs.reserve(static_cast<std::size_t>(rows->size()));
     for (int r = 0; r < rows->size(); ++r) jobs.push_back(pg::read_job(*rows, r));
