@@ -384,6 +384,39 @@ TEST_P(QueueTest, ListPagesByIdWithAfterId) {
   EXPECT_EQ(ok(q().list(request)).size(), 4u);
 }
 
+TEST_P(QueueTest, ListPagesTheRunningJobsOfAQueueById) {
+  // Engines may find running jobs another way than the other states (SQLite: along the
+  // expiry index, sorted), so paging is checked on them too.
+  std::vector<JobId> a;
+  for (int i = 0; i < 6; ++i) {
+    a.push_back(enqueue("a"));
+    enqueue("b");
+  }
+  lease("b", 2);
+  std::vector<JobId> running;
+  for (const auto& job : lease("a", 5)) running.push_back(job.id);
+  running = sorted(running);
+  ASSERT_EQ(running, std::vector<JobId>(a.begin(), a.begin() + 5));
+  ListRequest request;
+  request.queue = "a";
+  request.state = JobState::kRunning;
+  request.limit = 3;
+  std::vector<JobId> seen;
+  for (const auto& job : ok(q().list(request))) seen.push_back(job.id);
+  EXPECT_EQ(seen, std::vector<JobId>(running.begin(), running.begin() + 3));
+  request.after_id = seen.back();
+  seen.clear();
+  for (const auto& job : ok(q().list(request))) {
+    seen.push_back(job.id);
+    EXPECT_EQ(job.state, JobState::kRunning);
+    EXPECT_TRUE(job.lease_token.has_value());
+  }
+  EXPECT_EQ(seen, std::vector<JobId>(running.begin() + 3, running.end()));
+  EXPECT_EQ(stats_of(q(), "a").running, 5);
+  EXPECT_EQ(stats_of(q(), "a").available, 1);
+  EXPECT_EQ(stats_of(q(), "b").running, 2);
+}
+
 TEST_P(QueueTest, ListHonoursTheLimit) {
   for (int i = 0; i < 5; ++i) enqueue("q");
   ListRequest request;

@@ -1,7 +1,8 @@
 // What only the SQLite engine has to prove: the file is in WAL mode with the documented
 // synchronous level; a writer blocked past busy_timeout gets kUnavailable in time; the
 // schema is versioned (older upgraded in place, newer refused) and checks queue names
-// itself; every hot path's statement uses its partial index.
+// itself; every hot path's statement uses its partial index, and list, stats and retry an
+// index range.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -278,6 +279,62 @@ TEST_F(SqliteEngineTest, EveryHotPathUsesItsPartialIndex) {
   expect_index(sqlite::sql::kRescueExpired, "readpast_jobs_expiry");
   expect_index(sqlite::sql::kFindUniqueHolder, "readpast_jobs_unique");
   expect_index(sqlite::sql::kPurge, "readpast_jobs_finished");
+}
+
+// What the operator's commands run must not walk the whole table either, and a database
+// has no statistics unless someone runs ANALYZE: so this is checked without them.
+TEST_F(SqliteEngineTest, ListStatsAndRetryWalkAnIndexRangeWithoutStatistics) {
+  Queue queue = init();
+  RawDb raw(path());
+  auto expect_search = [&](const char* sql, std::initializer_list<std::string> uses) {
+    const std::string plan = raw.plan(sql);
+    EXPECT_EQ(plan.find("SCAN readpast_jobs\n"), std::string::npos) << sql << "\n" << plan;
+    for (const auto& use : uses) {
+      EXPECT_NE(plan.find(use), std::string::npos) << use << " not in the plan of:\n"
+                                                   << sql << "\n"
+                                                   << plan;
+    }
+  };
+  const std::string by_state = "INDEX readpast_jobs_queue_state (queue=? AND state=? AND id>?)";
+  const std::string running = "INDEX readpast_jobs_expiry (queue=?)";
+  expect_search(sqlite::sql::kListQueueState, {by_state});
+  expect_search(sqlite::sql::kListQueueRunning, {running});
+  expect_search(sqlite::sql::kRetryCandidates, {by_state});
+  expect_search(sqlite::sql::kStatsQueue, {"INDEX readpast_jobs_queue_state (queue=?)", running});
+  expect_search(sqlite::sql::kStatsAll, {"SCAN readpast_jobs USING INDEX readpast_jobs_queue_state",
+                                         "SCAN readpast_jobs USING INDEX readpast_jobs_expiry"});
+  expect_search(sqlite::sql::kFinishedSince, {"COVERING INDEX readpast_jobs_finished"});
+}
+
+// Schema version 4: a job's lease and its settling each move one entry of
+// readpast_jobs_queue_state, not two, because running jobs have none.
+TEST_F(SqliteEngineTest, RunningJobsHaveNoEntryInTheQueueStateIndexAfterAnUpgradeFrom3) {
+  ASSERT_NO_FATAL_FAILURE(create_as_release(3));
+  RawDb raw(path());
+  raw.scalar(
+      "INSERT INTO readpast_jobs (queue, state, run_at, enqueued_at, lease_token, "
+      "lease_expires_at) VALUES ('q', 'running', 0, 0, 'aa', 9000000000000000)");
+  Queue queue = init();
+  EXPECT_EQ(raw.scalar("SELECT max(version) FROM readpast_schema_version"), "4");
+  NewJob job;
+  job.queue = "q";
+  ASSERT_TRUE(queue.enqueue_batch(std::vector<NewJob>(3, job)));
+  ASSERT_EQ(queue.lease(LeaseRequest{"q", "w", 2})->size(), 2u);
+  EXPECT_EQ(raw.scalar("SELECT sql FROM sqlite_master WHERE name = 'readpast_jobs_queue_state'"),
+            "CREATE INDEX readpast_jobs_queue_state ON readpast_jobs (queue, state, id)\n"
+            "  WHERE state <> 'running'");
+  EXPECT_EQ(raw.scalar("SELECT count(*) FROM readpast_jobs WHERE state = 'running'"), "3");
+  ListRequest request;
+  request.queue = "q";
+  request.state = JobState::kRunning;
+  auto listed = queue.list(request);
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->size(), 3u);
+  EXPECT_EQ(listed->front().id, 1) << "the job from release 3 is listed first";
+  auto stats = queue.stats("q");
+  ASSERT_TRUE(stats && stats->size() == 1u);
+  EXPECT_EQ(stats->front().running, 3);
+  EXPECT_EQ(stats->front().available, 1);
 }
 
 }  // namespace

@@ -335,8 +335,14 @@ class SqliteEngine final : public Engine {
   }
 
   Result<std::vector<Job>> list(const ListRequest& request) override {
-    const char* text = request.queue ? (request.state ? sql::kListQueueState : sql::kListQueue)
-                                     : (request.state ? sql::kListState : sql::kListAll);
+    const char* text = sql::kListAll;
+    if (request.queue && request.state) {
+      text = *request.state == JobState::kRunning ? sql::kListQueueRunning : sql::kListQueueState;
+    } else if (request.queue) {
+      text = sql::kListQueue;
+    } else if (request.state) {
+      text = sql::kListState;
+    }
     return read<std::vector<Job>>([&](Connection& c) -> Result<std::vector<Job>> {
       auto query = c.prepare(text);
       if (!query) return fail_with(query.error());
@@ -659,13 +665,15 @@ Result<bool> SqliteEngine::wait_for_work(std::string_view queue, Duration timeou
       next_recheck = now + kRecheckInterval;
     }
     if (now >= deadline) return false;
+    const auto interval = now - last_change < kQuietAfter ? kBusyPollInterval : kQuietPollInterval;
     std::this_thread::sleep_for(
-        std::min<std::chrono::steady_clock::duration>(kPollInterval, deadline - now));
+        std::min<std::chrono::steady_clock::duration>(interval, deadline - now));
     auto current = read_data_version();
     if (!current) return fail_with(current.error());
     if (*current != *version) {
       *version = *current;
-      next_recheck = std::chrono::steady_clock::now();  // something committed: look now
+      last_change = std::chrono::steady_clock::now();
+      next_recheck = last_change;  // something committed: look now
     }
   }
 }

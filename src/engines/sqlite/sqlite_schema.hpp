@@ -9,7 +9,7 @@
 
 namespace readpast::detail::sqlite {
 
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 // Applies the missing migrations up to `target` in one IMMEDIATE transaction (so
 // concurrent inits serialise); returns the version in force. kSchema when the file is

@@ -108,11 +108,17 @@ inline constexpr const char* kRetry =
     "WHERE h.queue = readpast_jobs.queue AND h.unique_key = readpast_jobs.unique_key "
     "AND h.state IN ('available', 'running')))";
 
+// readpast_jobs_queue_state leaves running jobs out (schema version 4). SQLite uses a
+// partial index only for a statement whose WHERE repeats the index's condition word for
+// word (state = ?2 alone cannot prove it), hence the `state <> 'running'` below.
+#define READPAST_SQLITE_NOT_RUNNING "state <> 'running'"
+
 // ?1 queue, ?2 state (dead or cancelled), ?3 after id, ?4 limit: the next ids retry_all
-// goes through, one small transaction at a time.
+// goes through, one small transaction at a time, along readpast_jobs_queue_state.
 inline constexpr const char* kRetryCandidates =
     "SELECT id FROM readpast_jobs WHERE queue = ?1 AND state = ?2 "
-    "AND state IN ('dead', 'cancelled') AND id > ?3 ORDER BY id LIMIT ?4";
+    "AND state IN ('dead', 'cancelled') AND " READPAST_SQLITE_NOT_RUNNING
+    " AND id > ?3 ORDER BY id LIMIT ?4";
 
 // ?1 queue, ?2 state, ?3 finished at or before, ?4 limit. Walks readpast_jobs_finished:
 // the OR chain repeats the index's condition word for word, which is what lets SQLite use
@@ -124,25 +130,32 @@ inline constexpr const char* kPurge =
     "AND finished_at <= ?3 ORDER BY finished_at LIMIT ?4)";
 
 // ?1 now. One row per (queue, state); scheduled and oldest only matter for 'available'.
+// Every state but running is counted along readpast_jobs_queue_state, running jobs along
+// readpast_jobs_expiry.
 #define READPAST_SQLITE_STATS_SELECT                                            \
   "SELECT queue, state, count(*), "                                             \
   "coalesce(sum(run_at > ?1), 0), min(CASE WHEN run_at <= ?1 THEN run_at END) " \
-  "FROM readpast_jobs "
+  "FROM readpast_jobs WHERE " READPAST_SQLITE_NOT_RUNNING " "
+#define READPAST_SQLITE_STATS_RUNNING \
+  "SELECT queue, 'running', count(*), 0, NULL FROM readpast_jobs WHERE state = 'running' "
 // Paused queues come as one more row, of state 'paused', so that a paused queue without
 // jobs is listed too.
 #define READPAST_SQLITE_STATS_PAUSED \
   "SELECT name, 'paused', 0, 0, NULL FROM readpast_queues WHERE paused_at IS NOT NULL "
 inline constexpr const char* kStatsAll = READPAST_SQLITE_STATS_SELECT
-    "GROUP BY queue, state UNION ALL " READPAST_SQLITE_STATS_PAUSED "ORDER BY 1";
+    "GROUP BY queue, state UNION ALL " READPAST_SQLITE_STATS_RUNNING
+    "GROUP BY queue UNION ALL " READPAST_SQLITE_STATS_PAUSED "ORDER BY 1";
 // ?2 queue
 inline constexpr const char* kStatsQueue = READPAST_SQLITE_STATS_SELECT
-    "WHERE queue = ?2 GROUP BY queue, state UNION ALL " READPAST_SQLITE_STATS_PAUSED
-    "AND name = ?2";
+    "AND queue = ?2 GROUP BY queue, state UNION ALL " READPAST_SQLITE_STATS_RUNNING
+    "AND queue = ?2 GROUP BY queue UNION ALL " READPAST_SQLITE_STATS_PAUSED "AND name = ?2";
 
-// ?1 since (exclusive), ?2 queue (NULL: every queue). Walks readpast_jobs_finished.
+// ?1 since (exclusive), ?2 queue (NULL: every queue). Walks readpast_jobs_finished, whose
+// condition the OR chain repeats (see kPurge).
 inline constexpr const char* kFinishedSince =
     "SELECT queue, coalesce(sum(state = 'succeeded'), 0), coalesce(sum(state = 'dead'), 0) "
-    "FROM readpast_jobs WHERE state IN ('succeeded', 'dead') AND finished_at > ?1 "
+    "FROM readpast_jobs WHERE (state = 'succeeded' OR state = 'dead' OR state = 'cancelled') "
+    "AND state IN ('succeeded', 'dead') AND finished_at > ?1 "
     "AND (?2 IS NULL OR queue = ?2) GROUP BY queue ORDER BY queue";
 
 // ?1 queue, ?2 now. Pausing keeps the first pause time.
@@ -188,15 +201,24 @@ inline constexpr const char* kListQueue =
     READPAST_SQLITE_LIST_SELECT "WHERE id > ?1 AND queue = ?3 ORDER BY id LIMIT ?2";
 inline constexpr const char* kListState =
     READPAST_SQLITE_LIST_SELECT "WHERE id > ?1 AND state = ?4 ORDER BY id LIMIT ?2";
-inline constexpr const char* kListQueueState =
-    READPAST_SQLITE_LIST_SELECT "WHERE id > ?1 AND queue = ?3 AND state = ?4 ORDER BY id LIMIT ?2";
+// One range of readpast_jobs_queue_state, for every state but running (kListQueueRunning).
+inline constexpr const char* kListQueueState = READPAST_SQLITE_LIST_SELECT
+    "WHERE id > ?1 AND queue = ?3 AND state = ?4 AND " READPAST_SQLITE_NOT_RUNNING
+    " ORDER BY id LIMIT ?2";
+// The queue's running jobs (?4 is 'running'), found along readpast_jobs_expiry and sorted:
+// there are only as many as its workers hold. The literal is what lets SQLite use that
+// partial index.
+inline constexpr const char* kListQueueRunning = READPAST_SQLITE_LIST_SELECT
+    "WHERE id > ?1 AND queue = ?3 AND state = ?4 AND state = 'running' ORDER BY id LIMIT ?2";
 
 // ?1 id
 inline constexpr const char* kGet = READPAST_SQLITE_LIST_SELECT "WHERE id = ?1";
 
 #undef READPAST_SQLITE_LIST_SELECT
 #undef READPAST_SQLITE_STATS_SELECT
+#undef READPAST_SQLITE_STATS_RUNNING
 #undef READPAST_SQLITE_STATS_PAUSED
+#undef READPAST_SQLITE_NOT_RUNNING
 
 // wait_for_work: PRAGMA data_version changes when another connection commits.
 inline constexpr const char* kDataVersion = "PRAGMA data_version";
