@@ -17,8 +17,9 @@ namespace readpast::bench {
 // The worker of the benchmarks, over the public Queue API: setup.threads threads, each
 // leasing up to setup.batch jobs, running the handler on each and completing them with one
 // complete_batch call; an idle thread waits in wait_for_work (LISTEN/NOTIFY on PostgreSQL).
-// This is the library path readpast::Worker takes; once it exists, this one function is to
-// be replaced by a readpast::Worker run with the same settings.
+// Threads that each lease, rather than readpast::Worker (one fetcher per queue handing
+// jobs to handler threads), so that readpast runs the very shape of the raw-SQL ceiling
+// beside it: the same connections, batches and threads, one lifecycle each.
 WorkerCounts run_readpast_workers(Queue& queue, const WorkerSetup& setup, const Handler& handler,
                                   std::stop_token stop) {
   std::vector<WorkerCounts> counts(static_cast<std::size_t>(setup.threads));

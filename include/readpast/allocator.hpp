@@ -12,7 +12,7 @@ namespace readpast {
 // glibc gives such memory back (madvise) as soon as 128 KiB are free at the top of a heap,
 // and the next lease faults it in again page by page; on a virtual machine that round trip
 // can cost more than the statement. readpast_bench measured 163-170 µs of worker CPU per job
-// without and 57-71 µs with this setting (SQLite, 4 worker processes, lease batches of 10;
+// without and 58-71 µs with this setting (SQLite, 4 worker processes, lease batches of 10;
 // docs/benchmarks.md).
 //
 // The setting belongs to the whole process, which is why the library never makes it by
