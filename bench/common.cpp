@@ -18,6 +18,15 @@ std::string payload(std::int64_t i) {
          "@example.com\",\"locale\":\"en-GB\"}";
 }
 
+std::string pg_prefill_sql(std::string_view table, std::int64_t from, std::int64_t to) {
+  // The same text as payload(i), written in SQL.
+  return "INSERT INTO " + std::string(table) + " (queue, payload) SELECT '" + std::string(kQueue) +
+         "', convert_to('{\"seq\":' || i || ',\"user_id\":' || (100000 + i % 900000) || "
+         "',\"action\":\"send_welcome_email\",\"email\":\"user' || (100000 + i % 900000) || "
+         "'@example.com\",\"locale\":\"en-GB\"}', 'UTF8') FROM generate_series(" +
+         std::to_string(from) + ", " + std::to_string(to) + ") AS i";
+}
+
 std::string payload_with_time(std::int64_t i, std::int64_t enqueued_us) {
   std::string text = payload(i);
   text.pop_back();  // the closing brace

@@ -35,6 +35,10 @@ std::string payload(std::int64_t i);
 std::string payload_with_time(std::int64_t i, std::int64_t enqueued_us);
 // The "t_enq" of such a payload; nullopt when it has none.
 std::optional<std::int64_t> enqueue_time_of(std::string_view payload);
+// An INSERT of jobs from..to (inclusive) of queue kQueue into a PostgreSQL table with
+// columns (queue, payload), each payload(i) built by the server: how the raw ceiling and
+// readpast fill a deep queue fast. `table` is one of the bench's own constants.
+std::string pg_prefill_sql(std::string_view table, std::int64_t from, std::int64_t to);
 
 // Microseconds since the Unix epoch (the wall clock, comparable between processes).
 std::int64_t wall_micros();

@@ -84,14 +84,6 @@ constexpr const char* kPgLease =
     "attempts = j.attempts + 1 FROM c WHERE j.id = c.id RETURNING j.id, j.payload";
 constexpr const char* kPgComplete = "DELETE FROM rawq.jobs WHERE id = ANY($1::bigint[])";
 
-std::string pg_prefill_sql(std::int64_t from, std::int64_t to) {
-  return "INSERT INTO rawq.jobs (queue, payload) SELECT '" + std::string(kQueue) +
-         "', convert_to('{\"seq\":' || i || ',\"user_id\":' || (100000 + i % 900000) || "
-         "',\"action\":\"send_welcome_email\",\"email\":\"user' || (100000 + i % 900000) || "
-         "'@example.com\",\"locale\":\"en-GB\"}', 'UTF8') FROM generate_series(" +
-         std::to_string(from) + ", " + std::to_string(to) + ") AS i";
-}
-
 class RawPgSubject final : public Subject {
  public:
   RawPgSubject(const Target& target, int threads)
@@ -109,7 +101,7 @@ class RawPgSubject final : public Subject {
   void reset() override { admin_.exec("TRUNCATE rawq.jobs"); }
   void prefill(std::int64_t n) override {
     for (std::int64_t from = 1; from <= n; from += 1'000'000) {
-      admin_.exec(pg_prefill_sql(from, std::min(n, from + 999'999)));
+      admin_.exec(pg_prefill_sql("rawq.jobs", from, std::min(n, from + 999'999)));
     }
   }
   void settle() override {

@@ -99,15 +99,6 @@ T must(Result<T> result, const char* what) {
   return std::move(*result);
 }
 
-// The table readpast's SQL interface documents; rows inserted by plain SQL are ordinary jobs.
-std::string pg_prefill_sql(std::int64_t from, std::int64_t to) {
-  return "INSERT INTO readpast.jobs (queue, payload) SELECT '" + std::string(kQueue) +
-         "', convert_to('{\"seq\":' || i || ',\"user_id\":' || (100000 + i % 900000) || "
-         "',\"action\":\"send_welcome_email\",\"email\":\"user' || (100000 + i % 900000) || "
-         "'@example.com\",\"locale\":\"en-GB\"}', 'UTF8') FROM generate_series(" +
-         std::to_string(from) + ", " + std::to_string(to) + ") AS i";
-}
-
 std::string sqlite_prefill_sql(std::int64_t from, std::int64_t to, std::int64_t now_us) {
   const std::string now = std::to_string(now_us);
   return "WITH RECURSIVE s(i) AS (SELECT " + std::to_string(from) +
@@ -165,7 +156,9 @@ class ReadpastSubject final : public Subject {
     for (std::int64_t from = 1; from <= n; from += kChunk) {
       const std::int64_t to = std::min(n, from + kChunk - 1);
       if (pg_) {
-        pg_->exec(pg_prefill_sql(from, to));
+        // Into the table readpast's SQL interface documents: rows inserted by plain SQL
+        // are ordinary jobs.
+        pg_->exec(pg_prefill_sql("readpast.jobs", from, to));
       } else {
         sqlite_->exec(sqlite_prefill_sql(from, to, wall_micros() - 1000));
       }

@@ -155,4 +155,11 @@ bool wait_until_process_gone(pid_t pid, std::chrono::milliseconds timeout) {
   }
 }
 
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
 }  // namespace readpast::test

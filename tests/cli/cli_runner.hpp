@@ -77,6 +77,8 @@ RunResult run_readpast(const std::filesystem::path& scratch, const std::vector<s
 
 // Reads or writes a whole file as bytes.
 std::string read_file(const std::filesystem::path& path);
+// The lines of a command's output, without their '\n' ("a\nb\n" → {"a", "b"}).
+std::vector<std::string> lines_of(const std::string& text);
 void write_file(const std::filesystem::path& path, const std::string& bytes);
 
 // Polls until the file exists; false after the timeout.

@@ -15,18 +15,6 @@ const std::vector<std::string> kJobFields = {
 
 const std::regex kRfc3339(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z)");
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    auto end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return lines;
-}
-
 TEST_F(CliTest, InitIsIdempotentAndPrintsTheSchemaVersion) {
   auto r = rp({"init"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

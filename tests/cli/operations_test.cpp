@@ -11,13 +11,6 @@
 namespace readpast::test {
 namespace {
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 TEST_F(CliTest, PauseStopsWorkersAndResumeLetsThemGoOn) {
   auto r = rp({"pause", "q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

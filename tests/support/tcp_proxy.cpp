@@ -49,8 +49,20 @@ void close_with_reset(int fd) {
 // The bytes queued for one side before the proxy stops reading from the other.
 constexpr std::size_t kMaxQueued = 1 << 20;
 
+bool g_private_namespace = false;
+
+int run_quietly(const std::string& command) {
+  return std::system((command + " >/dev/null 2>&1").c_str());
+}
+
+}  // namespace
+
+// Parts of TcpProxy::Impl's state: named (not in the anonymous namespace), since a type
+// with internal linkage cannot be a member's type of a class with external linkage.
+namespace tcp_proxy_parts {
+
 struct Chunk {
-  Clock::time_point due;
+  std::chrono::steady_clock::time_point due;
   std::string bytes;
 };
 
@@ -62,13 +74,9 @@ struct Pair {
   std::deque<Chunk> to_client;
 };
 
-bool g_private_namespace = false;
-
-int run_quietly(const std::string& command) {
-  return std::system((command + " >/dev/null 2>&1").c_str());
-}
-
-}  // namespace
+}  // namespace tcp_proxy_parts
+using tcp_proxy_parts::Chunk;
+using tcp_proxy_parts::Pair;
 
 struct TcpProxy::Impl {
   int target_port = 0;

@@ -13,8 +13,8 @@
 namespace readpast::detail::pg {
 namespace {
 
-constexpr auto kFirstBackoff = std::chrono::milliseconds(100);
-constexpr auto kMaxBackoff = std::chrono::seconds(5);
+constexpr auto kRelistenFirstBackoff = std::chrono::milliseconds(100);
+constexpr auto kRelistenMaxBackoff = std::chrono::seconds(5);
 
 struct NotifyDeleter {
   void operator()(PGnotify* n) const noexcept { PQfreemem(n); }
@@ -111,7 +111,7 @@ bool Listener::wait_readable(int socket, const std::stop_token& stop) {
 void Listener::run(std::stop_token stop) {
   auto log = [&](LogLevel level, const std::string& line) { detail::emit(logger_, level, line); };
   std::unique_ptr<Connection> connection;
-  auto backoff = std::chrono::duration_cast<Duration>(kFirstBackoff);
+  auto backoff = std::chrono::duration_cast<Duration>(kRelistenFirstBackoff);
   bool outage_logged = false;
   bool ever_connected = false;
   while (!stop.stop_requested()) {
@@ -126,11 +126,11 @@ void Listener::run(std::stop_token stop) {
           outage_logged = true;
         }
         sleep_for(backoff, stop);
-        backoff = std::min<Duration>(backoff * 2, kMaxBackoff);
+        backoff = std::min<Duration>(backoff * 2, kRelistenMaxBackoff);
         continue;
       }
       connection = std::move(*opened);
-      backoff = kFirstBackoff;
+      backoff = kRelistenFirstBackoff;
       if (outage_logged) {
         log(LogLevel::kInfo, "wake-up listener reconnected to PostgreSQL");
         outage_logged = false;

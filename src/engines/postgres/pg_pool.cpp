@@ -8,8 +8,8 @@
 namespace readpast::detail::pg {
 namespace {
 
-constexpr auto kFirstBackoff = std::chrono::milliseconds(50);
-constexpr auto kMaxBackoff = std::chrono::seconds(2);
+constexpr auto kReconnectFirstBackoff = std::chrono::milliseconds(50);
+constexpr auto kReconnectMaxBackoff = std::chrono::seconds(2);
 constexpr auto kAcquireTimeout = std::chrono::seconds(30);
 
 std::string seconds_text(std::chrono::steady_clock::duration d) {
@@ -40,7 +40,7 @@ void ConnectionPool::begin_outage(const std::string& reason, bool lost) {
     in_outage_ = true;
     ++epoch_;
     outage_since_ = now;
-    backoff_ = kFirstBackoff;
+    backoff_ = kReconnectFirstBackoff;
     // Idle connections date from before the outage: a restart closed them all.
     open_ -= idle_.size();
     idle_.clear();
@@ -50,7 +50,7 @@ void ConnectionPool::begin_outage(const std::string& reason, bool lost) {
     // After a lost connection, the first reconnect is due at once.
     next_attempt_ = lost ? now : now + backoff_;
   } else {
-    backoff_ = std::min<Clock::duration>(backoff_ * 2, kMaxBackoff);
+    backoff_ = std::min<Clock::duration>(backoff_ * 2, kReconnectMaxBackoff);
     next_attempt_ = now + backoff_;
   }
 }
