@@ -132,6 +132,74 @@ TEST_P(QueueTest, EnqueueBatchReturnsOneIncreasingIdPerJobInOrder) {
   }
 }
 
+// Engines may send a batch whose jobs share everything but their payloads in a shorter
+// form (PostgreSQL does): every shared column must still land on every job, in order.
+TEST_P(QueueTest, EnqueueBatchOfJobsThatShareAllButThePayloadKeepsTheSharedColumns) {
+  const TimePoint run_at = now() + std::chrono::hours(3) + std::chrono::microseconds(250001);
+  std::vector<NewJob> at_a_time;
+  std::vector<NewJob> delayed;
+  for (int i = 0; i < 5; ++i) {
+    auto spec = new_job("mail", "p" + std::to_string(i));
+    spec.priority = 7;
+    spec.max_attempts = 3;
+    spec.run_at = run_at;
+    at_a_time.push_back(spec);
+    spec.run_at.reset();
+    spec.delay = std::chrono::hours(1);
+    delayed.push_back(spec);
+  }
+  auto first = ok(q().enqueue_batch(at_a_time));
+  const TimePoint before = now();
+  auto second = ok(q().enqueue_batch(delayed));
+  const TimePoint after = now();
+  ASSERT_EQ(first.size(), 5u);
+  ASSERT_EQ(second.size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) {
+    for (const auto* batch : {&first, &second}) {
+      const Job job = get((*batch)[i].id);
+      EXPECT_EQ(job.queue, "mail");
+      EXPECT_EQ(job.payload, "p" + std::to_string(i));
+      EXPECT_EQ(job.priority, 7);
+      EXPECT_EQ(job.max_attempts, 3);
+      EXPECT_EQ(job.state, JobState::kAvailable);
+      if (i > 0) {
+        EXPECT_GT((*batch)[i].id, (*batch)[i - 1].id);
+      }
+    }
+    EXPECT_EQ(format_time(get(first[i].id).run_at), format_time(run_at));
+    EXPECT_TIME_WITHIN(get(second[i].id).run_at, before + std::chrono::hours(1),
+                       after + std::chrono::hours(1));
+  }
+}
+
+// ... and a batch of jobs that differ in one other column keeps each job's own: one batch
+// of two jobs for each column.
+TEST_P(QueueTest, EnqueueBatchKeepsEachJobsOwnColumnWhereOnlyOneDiffers) {
+  const TimePoint later = now() + std::chrono::hours(5);
+  auto batch_of_two = [&](auto&& change_second) {
+    std::vector<NewJob> jobs(2, new_job("mail", "same"));
+    change_second(jobs[1]);
+    auto enqueued = ok(q().enqueue_batch(jobs));
+    EXPECT_EQ(enqueued.size(), 2u);
+    return std::pair(get(enqueued.at(0).id), get(enqueued.at(1).id));
+  };
+  auto [a, b] = batch_of_two([](NewJob& j) { j.queue = "sms"; });
+  EXPECT_EQ(a.queue, "mail");
+  EXPECT_EQ(b.queue, "sms");
+  std::tie(a, b) = batch_of_two([](NewJob& j) { j.priority = 3; });
+  EXPECT_EQ(a.priority, kDefaultPriority);
+  EXPECT_EQ(b.priority, 3);
+  std::tie(a, b) = batch_of_two([](NewJob& j) { j.max_attempts = 9; });
+  EXPECT_EQ(a.max_attempts, kDefaultMaxAttempts);
+  EXPECT_EQ(b.max_attempts, 9);
+  std::tie(a, b) = batch_of_two([&](NewJob& j) { j.run_at = later; });
+  EXPECT_LT(a.run_at, now() + std::chrono::minutes(1));
+  EXPECT_EQ(format_time(b.run_at), format_time(later));
+  std::tie(a, b) = batch_of_two([](NewJob& j) { j.delay = std::chrono::hours(2); });
+  EXPECT_LT(a.run_at, now() + std::chrono::minutes(1));
+  EXPECT_GT(b.run_at, now() + std::chrono::minutes(100));
+}
+
 TEST_P(QueueTest, EnqueueBatchOfOneThousandArrivesWhole) {
   std::vector<NewJob> jobs;
   for (int i = 0; i < 1000; ++i) jobs.push_back(new_job("bulk", std::to_string(i)));

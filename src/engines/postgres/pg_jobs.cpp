@@ -35,32 +35,56 @@ Params enqueue_params(std::span<const NewJob> jobs, std::span<const std::size_t>
   return params;
 }
 
+// $1 queue, $2 `payload` (one bytea or an array of them), then priority, run_at, delay and
+// max_attempts of `job`: the parameters of enqueue_one and enqueue_uniform.
+Params scalar_enqueue_params(const NewJob& job, std::string payload) {
+  Params params;
+  params.text(job.queue).add(std::move(payload)).int4(job.priority);
+  if (job.run_at) {
+    params.timestamptz(*job.run_at);
+  } else {
+    params.add_null();
+  }
+  if (job.delay) {
+    params.int8(job.delay->count());
+  } else {
+    params.add_null();
+  }
+  params.int4(job.max_attempts);
+  return params;
+}
+
+// True when the jobs differ in nothing but their payloads (unique keys aside).
+bool only_payloads_differ(std::span<const NewJob> jobs) {
+  const NewJob& first = jobs.front();
+  return std::all_of(jobs.begin() + 1, jobs.end(), [&](const NewJob& job) {
+    return job.queue == first.queue && job.priority == first.priority &&
+           job.run_at == first.run_at && job.delay == first.delay &&
+           job.max_attempts == first.max_attempts;
+  });
+}
+
 // Jobs without unique keys: one INSERT, every job inserted.
 Result<std::vector<Enqueued>> enqueue_plain(Connection& connection, const Sql& sql,
                                             std::span<const NewJob> jobs) {
   if (jobs.size() == 1) {
     const NewJob& job = jobs.front();
-    Params params;
-    params.text(job.queue).add(job.payload).int4(job.priority);
-    if (job.run_at) {
-      params.timestamptz(*job.run_at);
-    } else {
-      params.add_null();
-    }
-    if (job.delay) {
-      params.int8(job.delay->count());
-    } else {
-      params.add_null();
-    }
-    params.int4(job.max_attempts);
-    auto rows = connection.exec(sql.enqueue_one, params);
+    auto rows = connection.exec(sql.enqueue_one, scalar_enqueue_params(job, job.payload));
     if (!rows) return fail_with(rows.error());
     if (rows->size() != 1) return fail_with(Error::internal("enqueue: no id came back"));
     return std::vector<Enqueued>{Enqueued{rows->int8(0, 0), true}};
   }
-  std::vector<std::size_t> all(jobs.size());
-  std::iota(all.begin(), all.end(), std::size_t{0});
-  auto rows = connection.exec(sql.enqueue_many, enqueue_params(jobs, all, false));
+  Result<Rows> rows = [&] {
+    if (only_payloads_differ(jobs)) {
+      ArrayParam payloads(Oid::kBytea);
+      for (const NewJob& job : jobs) payloads.add(job.payload);
+      return connection.exec(sql.enqueue_uniform,
+                             scalar_enqueue_params(jobs.front(), payloads.encode()));
+    }
+    std::vector<std::size_t> all(jobs.size());
+    std::iota(all.begin(), all.end(), std::size_t{0});
+    return connection.exec(sql.enqueue_many, enqueue_params(jobs, all, false));
+  }();
   if (!rows) return fail_with(rows.error());
   if (static_cast<std::size_t>(rows->size()) != jobs.size()) {
     return fail_with(Error::internal("enqueue: " + std::to_string(rows->size()) + " ids for " +

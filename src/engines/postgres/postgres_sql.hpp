@@ -61,6 +61,10 @@ struct Sql {
   //   as arrays → (id) per job, ids increasing in input order.
   Statement enqueue_one;
   Statement enqueue_many;
+  // enqueue_uniform: jobs that differ only in their payloads: ($1 queue, $2 payloads
+  //   bytea[], $3 priority, $4 run_at, $5 delay_us, $6 max_attempts) → (id) per job, ids
+  //   increasing in input order.
+  Statement enqueue_uniform;
   // lease: ($1 queue, $2 worker, $3 lease_us bigint, $4 tokens uuid[] with at least max_jobs
   //   fresh random tokens, $5 max_jobs int) → job rows. lease_with_limit(n) is the same
   //   statement with LIMIT n written into its text and without $5: PostgreSQL caches a plan
