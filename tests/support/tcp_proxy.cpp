@@ -57,8 +57,9 @@ int run_quietly(const std::string& command) {
 
 }  // namespace
 
-// Parts of TcpProxy::Impl's state: named (not in the anonymous namespace), since a type
-// with internal linkage cannot be a member's type of a class with external linkage.
+// Parts of TcpProxy::Impl's state, in a named namespace: GCC rejects (-Wsubobject-linkage)
+// a member of a class with external linkage whose type is in an anonymous namespace, once
+// this file is compiled inside another (CI's unity builds).
 namespace tcp_proxy_parts {
 
 struct Chunk {
