@@ -133,6 +133,10 @@ struct WorkerOptions {
   std::optional<Duration> retention_interval = std::chrono::minutes(1);
   // Where log events go. Default: the Queue's logger (QueueOptions::logger).
   Logger logger{};
+  // Events below this level are not even built: a job's start and its success are kDebug,
+  // two events per job, and with short jobs building them costs more than the job.
+  // Default: kDebug (every event reaches the logger, which may filter them itself).
+  LogLevel log_level = LogLevel::kDebug;
 };
 
 // Totals since run() started.

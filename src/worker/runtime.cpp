@@ -8,6 +8,7 @@
 
 #include "core/log.hpp"
 #include "core/schedule_spec.hpp"
+#include "worker/refill.hpp"
 
 namespace readpast::worker {
 namespace {
@@ -71,15 +72,24 @@ class ThreadGroup {
 
 Runtime::Runtime(Queue& queue, WorkerOptions options, std::vector<LaneSetup> lanes)
     : queue_(queue), options_(std::move(options)), outage_(options_.logger) {
-  lanes_.reserve(lanes.size());
-  for (auto& setup : lanes) {
-    Lane lane;
-    lane.setup = std::move(setup);
-    lanes_.push_back(std::move(lane));
-  }
+  for (auto& setup : lanes) lanes_.emplace_back(std::move(setup));
 }
 
 Runtime::~Runtime() = default;
+
+void Runtime::wake_everyone() {
+  cv_.notify_all();
+  complete_cv_.notify_all();
+  timer_cv_.notify_all();
+  for (Lane& lane : lanes_) {
+    lane.work_cv.notify_all();
+    lane.fetch_cv.notify_all();
+  }
+}
+
+bool Runtime::logs(LogLevel level) const {
+  return options_.logger && level >= options_.log_level;
+}
 
 void Runtime::log(LogLevel level, std::string message,
                   std::vector<std::pair<std::string, std::string>> fields) const {
@@ -125,7 +135,7 @@ void Runtime::request_stop() {
       return;
     }
   }
-  cv_.notify_all();
+  wake_everyone();
   log(LogLevel::kInfo, message, {{"event", "stopping"}});
 }
 
@@ -138,7 +148,7 @@ void Runtime::fail_fatally(const Error& error) {
       grace_deadline_ = Clock::now() + options_.grace;
     }
   }
-  cv_.notify_all();
+  wake_everyone();
   log(LogLevel::kError, "stopping: " + error.message,
       {{"event", "fatal"}, {"error", error.message}});
 }
@@ -179,7 +189,7 @@ Status Runtime::run() {
       std::lock_guard lock(mu_);
       threads_exit_ = true;
     }
-    cv_.notify_all();
+    wake_everyone();
   });
   for (std::size_t i = 0; i < lanes_.size(); ++i) {
     threads.start([this, i] { fetch_loop(i); });
@@ -211,13 +221,13 @@ Status Runtime::run() {
 void Runtime::fetch_loop(std::size_t index) {
   Lane& lane = lanes_[index];
   const std::string& queue = lane.setup.queue;
-  const int capacity = lane.setup.config.concurrency + lane.setup.config.prefetch;
   Duration idle_wait = options_.idle_wait_min;
   Duration retry_wait = kRetryMin;
   for (;;) {
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stop_phase_ != StopPhase::kRunning || lane.held < capacity; });
+      lane.fetch_cv.wait(lock,
+                         [&] { return stop_phase_ != StopPhase::kRunning || needs_jobs(lane); });
       if (stop_phase_ != StopPhase::kRunning) break;
     }
     const Fetched fetched = fetch_once(index);
@@ -302,13 +312,18 @@ Runtime::Fetched Runtime::fetch_once(std::size_t index) {
       }
     }
   }
-  cv_.notify_all();
+  lane.work_cv.notify_all();
   if (!leased_while_stopping.empty()) {
     // Leased just as the stop came: hand them straight back, no attempt spent.
     for (Held* held : leased_while_stopping) release(*held, "leased as the worker stopped");
     return Fetched::kEnd;
   }
   return Fetched::kSome;
+}
+
+bool Runtime::needs_jobs(const Lane& lane) const {
+  return should_lease(lane.setup.config.concurrency, lane.setup.config.prefetch, lane.held,
+                      lane.ready.size());
 }
 
 bool Runtime::drained(std::size_t index) {
@@ -351,10 +366,11 @@ void Runtime::handler_loop(std::size_t index) {
   const QueueConfig& config = lane.setup.config;
   for (;;) {
     Held* held = nullptr;
+    bool wake_fetcher = false;
     {
       std::unique_lock lock(mu_);
       // No new job starts once stopping: the fetcher releases what is left.
-      cv_.wait(lock, [&] {
+      lane.work_cv.wait(lock, [&] {
         return threads_exit_ || (stop_phase_ == StopPhase::kRunning && !lane.ready.empty());
       });
       if (threads_exit_) return;
@@ -363,21 +379,27 @@ void Runtime::handler_loop(std::size_t index) {
       held->phase = JobPhase::kRunning;
       held->started = Clock::now();
       ++running_;
+      wake_fetcher = needs_jobs(lane);
     }
+    if (wake_fetcher) lane.fetch_cv.notify_one();
     // The job is constant while held: read it without the lock. timeout_for is the
     // user's code: never call it under the lock.
     std::optional<Duration> timeout =
         config.timeout_for ? config.timeout_for(held->job) : std::nullopt;
     if (!timeout) timeout = config.timeout;
     if (timeout) {
+      bool earlier = false;
       {
         std::lock_guard lock(mu_);
         held->timeout = *timeout;
         held->timeout_at = held->started + *timeout;
+        earlier = *held->timeout_at < timer_next_;
       }
-      cv_.notify_all();  // the timer learns the new deadline
+      if (earlier) timer_cv_.notify_one();  // the timer learns the new deadline
     }
-    log(LogLevel::kDebug, describe(*held) + " started", job_fields(*held, "job_started"));
+    if (logs(LogLevel::kDebug)) {
+      log(LogLevel::kDebug, describe(*held) + " started", job_fields(*held, "job_started"));
+    }
     JobResult result = call_handler(lane.setup, *held);
     Abort abort;
     {
@@ -401,20 +423,18 @@ JobResult Runtime::call_handler(const LaneSetup& setup, const Held& held) {
 }
 
 void Runtime::settle(Held& held, const JobResult& result, Abort abort) {
-  const std::string who = describe(held);
-  const std::string duration = took(Clock::now() - held.started);
   switch (abort) {
     case Abort::kLeaseLost: {
       ++lost_;
       log(LogLevel::kWarn,
-          who + ": lease lost (cancelled, or taken over by another worker); " +
+          describe(held) + ": lease lost (cancelled, or taken over by another worker); " +
               "stopped it, result discarded",
           job_fields(held, "lease_lost"));
       forget(held);
       return;
     }
     case Abort::kShutdown:
-      release(held, "stopped at shutdown after " + duration);
+      release(held, "stopped at shutdown after " + took(Clock::now() - held.started));
       return;
     case Abort::kTimedOut: {
       std::string error = "timed out after " + format_duration(held.timeout);
@@ -433,7 +453,7 @@ void Runtime::settle(Held& held, const JobResult& result, Abort abort) {
         std::lock_guard lock(mu_);
         to_complete_.push_back(Completion{&held});
       }
-      cv_.notify_all();
+      complete_cv_.notify_one();
       return;
     }
     case JobResult::Kind::kFailure:
@@ -530,12 +550,18 @@ void Runtime::release(Held& held, std::string_view why) {
 }
 
 void Runtime::forget(Held& held) {
+  Lane& lane = lanes_[held.lane];
+  bool wake_fetcher = false;
+  bool last = false;
   {
     std::lock_guard lock(mu_);
-    --lanes_[held.lane].held;
+    --lane.held;
     held_.erase(&held);  // destroys `held`
+    wake_fetcher = needs_jobs(lane);
+    last = fetchers_done_ && held_.empty();
   }
-  cv_.notify_all();
+  if (wake_fetcher) lane.fetch_cv.notify_one();
+  if (last) cv_.notify_all();
 }
 
 // --- completing ---
@@ -546,7 +572,7 @@ void Runtime::complete_loop() {
     Clock::time_point give_up = Clock::time_point::max();
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return !to_complete_.empty() || threads_exit_; });
+      complete_cv_.wait(lock, [&] { return !to_complete_.empty() || threads_exit_; });
       if (to_complete_.empty()) return;
       if (to_complete_.size() <= kMaxCompleteBatch) {
         batch.swap(to_complete_);
@@ -565,8 +591,6 @@ void Runtime::complete_loop() {
         "completing jobs", [&] { return queue_.complete_batch(refs); }, give_up, &was_unavailable);
     for (std::size_t i = 0; i < batch.size(); ++i) {
       Held& held = *batch[i].held;
-      const std::string who = describe(held);
-      const auto duration = Clock::now() - held.started;
       bool done = accepted && (*accepted)[i];
       if (accepted && !done && was_unavailable) {
         // Lease lost after an outage: the first send may have committed before its reply
@@ -580,19 +604,23 @@ void Runtime::complete_loop() {
       }
       if (done) {
         ++succeeded_;
-        auto fields = job_fields(held, "job_succeeded");
-        fields.emplace_back("duration_ms", millis(duration));
-        log(LogLevel::kDebug, who + " succeeded in " + took(duration), std::move(fields));
+        if (logs(LogLevel::kDebug)) {
+          const auto duration = Clock::now() - held.started;
+          auto fields = job_fields(held, "job_succeeded");
+          fields.emplace_back("duration_ms", millis(duration));
+          log(LogLevel::kDebug, describe(held) + " succeeded in " + took(duration),
+              std::move(fields));
+        }
       } else if (accepted) {
         ++lost_;
         log(LogLevel::kWarn,
-            who +
+            describe(held) +
                 " finished, but its lease was lost (cancelled, or taken over by another "
                 "worker); result discarded",
             job_fields(held, "lease_lost"));
       } else {
         log(LogLevel::kError,
-            who + ": cannot record its success: " + accepted.error().message +
+            describe(held) + ": cannot record its success: " + accepted.error().message +
                 (accepted.error().is_unavailable() ? "; it runs again once its lease expires" : ""),
             job_fields(held, "job_succeeded"));
       }
@@ -709,11 +737,12 @@ void Runtime::timer_loop() {
       lock.lock();
       continue;
     }
-    // Woken by any change: a job started, a stop request, the end.
+    // Woken by a job whose timeout falls before `next`, a stop request, the end.
+    timer_next_ = next.value_or(Clock::time_point::max());
     if (next) {
-      cv_.wait_until(lock, *next);
+      timer_cv_.wait_until(lock, *next);
     } else {
-      cv_.wait(lock);
+      timer_cv_.wait(lock);
     }
   }
 }

@@ -6,8 +6,10 @@
 //   - per queue (a Lane), one fetcher: leases up to the lane's free capacity
 //     (concurrency + prefetch - held) in one call, and when the queue is empty waits in
 //     Queue::wait_for_work with a timeout that doubles from idle_wait_min to
-//     idle_wait_max; it never spins. When it stops, it releases the lane's jobs that no
-//     handler has started.
+//     idle_wait_max; it never spins. With prefetch, it leases again only once half the
+//     capacity is free or fewer jobs wait than there are handler threads (refill.hpp), so
+//     that short jobs come in large batches rather than one lease per finished job. When
+//     it stops, it releases the lane's jobs that no handler has started.
 //   - per queue, `concurrency` handler threads: each takes the next leased job of its lane,
 //     runs the handler, then fails or releases the job, or hands it to the completer.
 //   - the completer: records completions in batches (complete_batch); the completions
@@ -21,6 +23,12 @@
 // Database calls that fail with kUnavailable are retried with backoff and logged once per
 // outage (OutageLog). Any other error of a fetcher ends run() with that error, after the
 // held jobs were handled as in a shutdown.
+//
+// Waking: every thread waits on a condition variable of its own role, so that a finished
+// job wakes the one thread that has something to do about it, not all of them (with 8
+// handler threads and a timer that looks at every held job, waking all per job cost more
+// than the jobs). A change every role cares about (a stop, the end) goes through
+// wake_everyone().
 //
 // Invariants (under mu_):
 //   - every job this worker holds a lease on is in held_ from the moment its lease call
@@ -92,12 +100,17 @@ class Runtime {
   };
 
   struct Lane {
+    explicit Lane(LaneSetup s) : setup(std::move(s)) {}
     // Constant after construction.
     LaneSetup setup;
     // Guarded by mu_.
     std::deque<Held*> ready;  // leased, not yet taken by a handler thread
     int held = 0;             // the lane's jobs in held_
     bool fetcher_done = false;
+    // Used with mu_. The handler threads wait on work_cv for ready jobs; the fetcher on
+    // fetch_cv for needs_jobs().
+    std::condition_variable work_cv;
+    std::condition_variable fetch_cv;
   };
 
   // A completion waiting for the completer.
@@ -106,6 +119,8 @@ class Runtime {
   };
 
   void fetch_loop(std::size_t lane);
+  // Whether the lane's fetcher should lease now. REQUIRES: mu_ held.
+  bool needs_jobs(const Lane& lane) const;
   // Leases up to the lane's free capacity; what came of it.
   enum class Fetched { kSome, kNone, kUnavailable, kEnd };
   Fetched fetch_once(std::size_t lane);
@@ -136,6 +151,10 @@ class Runtime {
                          bool* was_unavailable = nullptr);
   // A fatal error of a fetcher: remember the first, stop gracefully.
   void fail_fatally(const Error& error);
+  // Notifies every condition variable. REQUIRES: mu_ not held.
+  void wake_everyone();
+  // Whether an event of `level` is logged at all: when not, its text is not even built.
+  bool logs(LogLevel level) const;
   void log(LogLevel level, std::string message,
            std::vector<std::pair<std::string, std::string>> fields = {}) const;
   std::vector<std::pair<std::string, std::string>> job_fields(const Held& held,
@@ -146,10 +165,14 @@ class Runtime {
   Queue& queue_;
   const WorkerOptions options_;
   OutageLog outage_;
-  std::vector<Lane> lanes_;  // the vector itself is constant; Lane's guarded fields are not
+  std::deque<Lane> lanes_;  // the deque itself is constant; Lane's guarded fields are not
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;  // any change of the state below
+  // Used with mu_ (see "Waking" above). cv_: a stop, the end, every fetcher done, the last
+  // held job gone (run(), the heartbeat, maintenance and the backoff sleeps wait on it).
+  std::condition_variable cv_;
+  std::condition_variable complete_cv_;  // the completer: to_complete_ or the end
+  std::condition_variable timer_cv_;     // the timer: a deadline earlier than timer_next_
   // Guarded by mu_.
   // Keyed by address, not job id: a job whose lease this worker lost (expired while its
   // handler still ran) may be leased by this same worker again while the first Held is
@@ -161,6 +184,9 @@ class Runtime {
   bool fetchers_done_ = false;          // every fetcher has ended
   bool threads_exit_ = false;           // tells the other threads to end
   std::optional<Error> fatal_error_;
+  // When the timer wakes next (max: only when notified). A job whose timeout falls
+  // earlier notifies it.
+  Clock::time_point timer_next_ = Clock::time_point::max();
 
   // Lock-free counters, read by counters().
   std::atomic<std::int64_t> succeeded_{0};

@@ -10,6 +10,30 @@
 namespace readpast::test {
 namespace {
 
+TEST_P(WorkerTest, EventsBelowTheLogLevelAreNotLogged) {
+  for (int i = 0; i < 3; ++i) enqueue("q");
+  WorkerOptions quiet = options();
+  quiet.log_level = LogLevel::kInfo;
+  {
+    Worker worker(q(), quiet);
+    ASSERT_TRUE(
+        worker.handle("q", [](const Job&, std::stop_token) { return JobResult::success(); }));
+    ASSERT_TRUE(worker.run());
+    EXPECT_EQ(worker.counters().succeeded, 3);
+  }
+  EXPECT_EQ(log_.count("job_started"), 0) << log_.all();
+  EXPECT_EQ(log_.count("job_succeeded"), 0) << log_.all();
+  EXPECT_EQ(log_.count("drained"), 1) << "an info event was dropped: " << log_.all();
+
+  // The default level sends every event to the logger.
+  for (int i = 0; i < 2; ++i) enqueue("q");
+  Worker worker(q(), options());
+  ASSERT_TRUE(worker.handle("q", [](const Job&, std::stop_token) { return JobResult::success(); }));
+  ASSERT_TRUE(worker.run());
+  EXPECT_EQ(log_.count("job_started"), 2) << log_.all();
+  EXPECT_EQ(log_.count("job_succeeded"), 2) << log_.all();
+}
+
 TEST_P(WorkerTest, HandlerResultsAreRecorded) {
   JobId ok = enqueue("q", "ok");
   JobId bad = enqueue("q", "bad", 1);
