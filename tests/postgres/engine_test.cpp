@@ -5,6 +5,7 @@
 #include <libpq-fe.h>
 
 #include <future>
+#include <set>
 
 #include "engines/postgres/postgres_sql.hpp"
 #include "pg_test_util.hpp"
@@ -82,6 +83,37 @@ TEST_F(EngineTest, EveryHotPathUsesItsPartialIndex) {
               "AND state IN ('available', 'running')",
               {"q", "k"});
   EXPECT_NE(holder.find("jobs_unique_key_idx"), std::string::npos) << holder;
+}
+
+TEST_F(EngineTest, ALargeLeaseFindsItsRowsByPrimaryKeyNotByScanningTheTable) {
+  // With a LIMIT of hundreds and a table of a few thousand pages, PostgreSQL costs a hash
+  // join over a sequential scan below one primary-key probe per row; the lease then read
+  // every job of the table to update 500 of them.
+  Queue queue = open();
+  std::vector<NewJob> jobs;
+  for (int i = 0; i < 20000; ++i) jobs.push_back(job("q", std::string(100, 'x')));
+  must(queue.enqueue_batch(jobs));
+  SqlConnection db(url());
+  db.exec("VACUUM ANALYZE readpast.jobs");
+  const auto schema = must(detail::pg::SchemaName::parse("readpast"));
+  const detail::pg::Sql sql(schema);
+  for (int max_jobs : {1, 100, 500, 1000}) {
+    const std::string lease =
+        plan_of(db, sql.lease_with_limit(max_jobs).sql, {"q", "w", "30000000", "{}"});
+    EXPECT_EQ(lease.find("Seq Scan"), std::string::npos) << max_jobs << " jobs:\n" << lease;
+    EXPECT_NE(lease.find("jobs_pkey"), std::string::npos) << max_jobs << " jobs:\n" << lease;
+  }
+  // And the lease itself still hands out each job once, in order, with its own token.
+  auto leased = must(queue.lease({.queue = "q", .worker_id = "w", .max_jobs = 500}));
+  ASSERT_EQ(leased.size(), 500u);
+  std::set<std::string> tokens;
+  for (std::size_t i = 0; i < leased.size(); ++i) {
+    if (i > 0) {
+      EXPECT_LT(leased[i - 1].id, leased[i].id);
+    }
+    tokens.insert(leased[i].lease_token->hex());
+  }
+  EXPECT_EQ(tokens.size(), 500u);
 }
 
 TEST_F(EngineTest, UrlsInLibpqKeywordFormWork) {

@@ -154,6 +154,12 @@ ORDER BY i.ord
 //
 // The NOT EXISTS (one probe of the queues table's primary key) hands out nothing of a
 // paused queue.
+//
+// `j.id = ANY (ARRAY(SELECT …))` repeats the join condition so that the rows to update are
+// found by one probe of the primary key each: with a literal LIMIT of a few hundred the
+// planner otherwise joins `picked` to a sequential scan of the whole table (a hash join,
+// cheaper in its cost model while the table holds a few thousand pages), and a lease of 500
+// jobs from a queue of 20,000 spent half its time reading every row (docs/postgres.md).
 constexpr std::string_view kLeaseSql = R"sql(
 WITH picked AS (
   SELECT p.id, row_number() OVER () AS n FROM (
@@ -176,7 +182,8 @@ SET state = 'running',
     lease_expires_at = statement_timestamp() + $3::bigint * interval '1 microsecond',
     started_at = statement_timestamp()
 FROM picked
-WHERE j.id = picked.id AND j.state = 'available'
+WHERE j.id = ANY (ARRAY(SELECT x.id FROM picked x)) AND j.id = picked.id
+  AND j.state = 'available'
 RETURNING )sql" READPAST_PG_JOB_COLUMNS;
 
 // Every settling statement is fenced: it changes a row only while the row is running
