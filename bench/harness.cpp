@@ -4,10 +4,12 @@
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "common.hpp"
 #include "pg_client.hpp"
+#include "readpast/readpast.hpp"
 #include "report.hpp"
 #include "subject.hpp"
 
@@ -28,6 +30,7 @@ struct HarnessEnv {
   std::int64_t enqueue_batch = 1000;
   int latency_rate = 200;
   int latency_seconds = 10;
+  int worker_prefetch = 500;  // drain_worker's QueueConfig::prefetch
 };
 
 QueueOptions retention(bool keep) {
@@ -96,16 +99,48 @@ void harness_enqueue(const HarnessEnv& env, const Target& target, Reporter& repo
   subject->reset();
 }
 
+// Drains through readpast::Worker, the library's worker: one fetcher leasing for
+// `concurrency` handler threads plus `prefetch` jobs held ahead (graphile-worker's
+// localQueue), a completer recording completions in batches. Returns the jobs handled.
+std::int64_t drain_with_worker(Queue& queue, int concurrency, int prefetch,
+                               std::atomic<std::int64_t>& handled,
+                               std::atomic<std::int64_t>& first_us, Clock::time_point start) {
+  WorkerOptions options;
+  options.drain = true;
+  options.run_schedules = false;
+  options.retention_interval = std::nullopt;
+  Worker worker(queue, options);
+  auto registered = worker.handle(
+      std::string(kQueue),
+      [&](const Job&, std::stop_token) {
+        if (handled.fetch_add(1) == 0) {
+          first_us =
+              std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
+        }
+        return JobResult::success();
+      },
+      QueueConfig{.concurrency = concurrency, .prefetch = prefetch});
+  if (!registered) fail("harness: " + registered.error().message);
+  if (auto ran = worker.run(); !ran) fail("harness: worker: " + ran.error().message);
+  return worker.counters().succeeded;
+}
+
 void harness_drain(const HarnessEnv& env, const Target& target, Reporter& reporter) {
   struct Variant {
     std::string metric;
     int batch;
     bool keep;
+    // Through readpast::Worker with this prefetch, instead of threads that each lease
+    // `batch` jobs and complete them.
+    std::optional<int> worker_prefetch;
   };
-  const std::vector<Variant> variants = {{"drain_batch1", 1, true},
-                                         {"drain_batch100", 100, true},
-                                         {"drain_batch100_delete", 100, false},
-                                         {"drain_batch1000_delete", 1000, false}};
+  // drain_worker: graphile-worker's performance preset holds a local queue of 500 jobs
+  // for its 8 workers; readpast's Worker holds the same 500 ahead of its 8 threads.
+  const std::vector<Variant> variants = {{"drain_batch1", 1, true, std::nullopt},
+                                         {"drain_batch100", 100, true, std::nullopt},
+                                         {"drain_batch100_delete", 100, false, std::nullopt},
+                                         {"drain_batch1000_delete", 1000, false, std::nullopt},
+                                         {"drain_worker", 0, false, env.worker_prefetch}};
   for (const auto& v : variants) {
     auto admin = make_readpast_subject(target, retention(v.keep));
     admin->reset();
@@ -119,22 +154,38 @@ void harness_drain(const HarnessEnv& env, const Target& target, Reporter& report
     admin->settle();
     std::atomic<std::int64_t> handled{0};
     std::atomic<std::int64_t> first_us{-1};
-    const auto start = Clock::now();
+    std::string how;
     // The timer includes opening the queue and starting the workers, as for the peers.
-    auto workers = make_readpast_subject(target, retention(v.keep));
-    WorkerSetup setup;
-    setup.threads = env.concurrency;
-    setup.batch = v.batch;
-    setup.until_empty = true;
-    workers->work(
-        setup,
-        [&](std::int64_t, std::string_view) {
-          if (handled.fetch_add(1) == 0) {
-            first_us =
-                std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
-          }
-        },
-        std::stop_token{});
+    const auto start = Clock::now();
+    if (v.worker_prefetch) {
+      auto queue = Queue::open(env.url, retention(v.keep));
+      if (!queue) fail("harness: " + queue.error().message);
+      if (drain_with_worker(*queue, env.concurrency, *v.worker_prefetch, handled, first_us,
+                            start) != env.n) {
+        fail("harness: the worker completed fewer jobs than it handled");
+      }
+      how = "readpast::Worker(drain) with one QueueConfig{concurrency=" +
+            std::to_string(env.concurrency) + ", prefetch=" + std::to_string(*v.worker_prefetch) +
+            "}: one fetcher leasing for the handler threads, completions recorded in batches";
+    } else {
+      auto workers = make_readpast_subject(target, retention(v.keep));
+      WorkerSetup setup;
+      setup.threads = env.concurrency;
+      setup.batch = v.batch;
+      setup.until_empty = true;
+      workers->work(
+          setup,
+          [&](std::int64_t, std::string_view) {
+            if (handled.fetch_add(1) == 0) {
+              first_us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start)
+                             .count();
+            }
+          },
+          std::stop_token{});
+      how = std::to_string(env.concurrency) +
+            " worker threads over one Queue, each: lease(max_jobs=" + std::to_string(v.batch) +
+            ") → handler → complete_batch";
+    }
     const auto handled_at = Clock::now();
     while (admin->unfinished() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     const double seconds = seconds_since(start);
@@ -146,11 +197,7 @@ void harness_drain(const HarnessEnv& env, const Target& target, Reporter& report
          {"first_job_ms", first_us.load() / 1000},
          {"tail_ms",
           std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - handled_at).count()},
-         {"options", std::to_string(env.concurrency) +
-                         " worker threads over one Queue, each: "
-                         "lease(max_jobs=" +
-                         std::to_string(v.batch) + ") → handler → complete_batch; " +
-                         retention_text(v.keep) + "; timer includes Queue::open"}});
+         {"options", how + "; " + retention_text(v.keep) + "; timer includes Queue::open"}});
   }
 }
 
@@ -228,6 +275,7 @@ int harness_main(const std::vector<std::string>& parts_in) {
   env.enqueue_batch = env_int("BENCH_ENQ_BATCH", 1000);
   env.latency_rate = static_cast<int>(env_int("BENCH_LAT_RATE", 200));
   env.latency_seconds = static_cast<int>(env_int("BENCH_LAT_SECONDS", 10));
+  env.worker_prefetch = static_cast<int>(env_int("READPAST_HARNESS_PREFETCH", 500));
   std::vector<std::string> parts = parts_in;
   if (parts.empty()) parts = {"enqueue", "drain", "latency"};
   Target target;

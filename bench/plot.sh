@@ -32,6 +32,7 @@ clauses=$(
   series "$DATA/workers.dat" 8 "readpast, lease batch 1000" "lw 2 pt 5"
   series "$DATA/workers.dat" 9 "raw SQL ceiling, batch 1000" "lw 2 pt 4 dt 2"
   series "$DATA/peers_workers.dat" 4 "readpast via the harness, batch 100, rows kept" "lw 2 pt 13"
+  series "$DATA/peers_workers.dat" 7 "readpast::Worker via the harness, prefetch 500" "lw 3 pt 15"
   series "$DATA/peers_workers.dat" 2 "pg-boss 12, batchSize 100" "lw 2 pt 9"
   series "$DATA/peers_workers.dat" 3 "graphile-worker 0.18, perf preset" "lw 2 pt 11"
 )

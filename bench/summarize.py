@@ -166,7 +166,7 @@ def plot_data(rows, peer_rows, outdir):
     with open(os.path.join(outdir, "peers_workers.dat"), "w") as f:
         series = [("pg-boss", "drain_batch100"), ("graphile-worker", "drain_perfpreset"),
                   ("readpast", "drain_batch100"), ("readpast", "drain_batch100_delete"),
-                  ("readpast", "drain_batch1000_delete")]
+                  ("readpast", "drain_batch1000_delete"), ("readpast", "drain_worker")]
         f.write("# workers " + " ".join(f"{s}:{m}" for s, m in series) + "\n")
         w_rows = [r for r in peer_rows if r.get("_file") == "workers.jsonl"]
         for w in sorted({r.get("concurrency") for r in w_rows if r.get("concurrency")}):
