@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -101,10 +102,10 @@ void harness_enqueue(const HarnessEnv& env, const Target& target, Reporter& repo
 
 // Drains through readpast::Worker, the library's worker: one fetcher leasing for
 // `concurrency` handler threads plus `prefetch` jobs held ahead (graphile-worker's
-// localQueue), a completer recording completions in batches. Returns the jobs handled.
+// localQueue), a completer recording completions in batches; `on_job` runs for each job.
+// Returns the jobs completed.
 std::int64_t drain_with_worker(Queue& queue, int concurrency, int prefetch,
-                               std::atomic<std::int64_t>& handled,
-                               std::atomic<std::int64_t>& first_us, Clock::time_point start) {
+                               const std::function<void()>& on_job) {
   WorkerOptions options;
   options.drain = true;
   options.run_schedules = false;
@@ -113,10 +114,7 @@ std::int64_t drain_with_worker(Queue& queue, int concurrency, int prefetch,
   auto registered = worker.handle(
       std::string(kQueue),
       [&](const Job&, std::stop_token) {
-        if (handled.fetch_add(1) == 0) {
-          first_us =
-              std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
-        }
+        on_job();
         return JobResult::success();
       },
       QueueConfig{.concurrency = concurrency, .prefetch = prefetch});
@@ -157,11 +155,16 @@ void harness_drain(const HarnessEnv& env, const Target& target, Reporter& report
     std::string how;
     // The timer includes opening the queue and starting the workers, as for the peers.
     const auto start = Clock::now();
+    auto on_job = [&] {
+      if (handled.fetch_add(1) == 0) {
+        first_us =
+            std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
+      }
+    };
     if (v.worker_prefetch) {
       auto queue = Queue::open(env.url, retention(v.keep));
       if (!queue) fail("harness: " + queue.error().message);
-      if (drain_with_worker(*queue, env.concurrency, *v.worker_prefetch, handled, first_us,
-                            start) != env.n) {
+      if (drain_with_worker(*queue, env.concurrency, *v.worker_prefetch, on_job) != env.n) {
         fail("harness: the worker completed fewer jobs than it handled");
       }
       how = "readpast::Worker(drain) with one QueueConfig{concurrency=" +
@@ -174,14 +177,7 @@ void harness_drain(const HarnessEnv& env, const Target& target, Reporter& report
       setup.batch = v.batch;
       setup.until_empty = true;
       workers->work(
-          setup,
-          [&](std::int64_t, std::string_view) {
-            if (handled.fetch_add(1) == 0) {
-              first_us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start)
-                             .count();
-            }
-          },
-          std::stop_token{});
+          setup, [&](std::int64_t, std::string_view) { on_job(); }, std::stop_token{});
       how = std::to_string(env.concurrency) +
             " worker threads over one Queue, each: lease(max_jobs=" + std::to_string(v.batch) +
             ") → handler → complete_batch";

@@ -9,6 +9,7 @@
 
 #include "cli/arguments.hpp"
 #include "cli/job_text.hpp"
+#include "cli/logging.hpp"
 #include "cli/progress.hpp"
 #include "cli/session.hpp"
 #include "readpast/worker.hpp"
@@ -147,11 +148,9 @@ CliStatus work(Session& session, const WorkArgs& args) {
 
   WorkerOptions worker_options = std::move(planned->worker);
   worker_options.logger = session.library_logger();
-  // The same threshold as the console's logger (logging.cpp), so that the debug events of
-  // every job are not built just to be dropped.
-  worker_options.log_level = session.verbosity() > 0   ? LogLevel::kDebug
-                             : session.verbosity() < 0 ? LogLevel::kWarn
-                                                       : LogLevel::kInfo;
+  // The console logger's threshold, so that the debug events of every job are not built
+  // just to be dropped.
+  worker_options.log_level = lowest_level_shown(session.verbosity());
   const std::string worker_id = worker_options.worker_id;
   Worker worker(*queue, std::move(worker_options));
   if (auto ok = worker.handle(args.queue, worker::ExecHandler(std::move(exec)), planned->config);

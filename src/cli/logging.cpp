@@ -88,6 +88,10 @@ class JsonFormatter final : public spdlog::formatter {
 
 }  // namespace
 
+LogLevel lowest_level_shown(int verbosity) {
+  return verbosity > 0 ? LogLevel::kDebug : verbosity < 0 ? LogLevel::kWarn : LogLevel::kInfo;
+}
+
 std::shared_ptr<spdlog::logger> make_logger(Console& console, LogStyle style, int verbosity) {
   auto logger =
       std::make_shared<spdlog::logger>("readpast", std::make_shared<ConsoleSink>(console));
@@ -96,9 +100,7 @@ std::shared_ptr<spdlog::logger> make_logger(Console& console, LogStyle style, in
   } else {
     logger->set_pattern(style == LogStyle::kPlain ? "readpast: %v" : "%Y-%m-%d %H:%M:%S.%e %l: %v");
   }
-  logger->set_level(verbosity > 0   ? spdlog::level::debug
-                    : verbosity < 0 ? spdlog::level::warn
-                                    : spdlog::level::info);
+  logger->set_level(spdlog_level(lowest_level_shown(verbosity)));
   return logger;
 }
 

@@ -20,6 +20,9 @@ enum class LogStyle {
   kJson,         // {"time": "...", "level": "info", "msg": "...", "job_id": "7", ...}
 };
 
+// The lowest level shown at a verbosity: 0 info, 1 (-v) debug, -1 (-q) warnings.
+LogLevel lowest_level_shown(int verbosity);
+
 // verbosity: 0 shows info and above, 1 (-v) debug, -1 (-q) warnings and errors only.
 // `console` must outlive the logger.
 std::shared_ptr<spdlog::logger> make_logger(Console& console, LogStyle style, int verbosity);
