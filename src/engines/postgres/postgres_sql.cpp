@@ -864,6 +864,47 @@ END
 $fn$;
 )sql";
 
+// Migration 4: lease() finds the rows it picked by primary key, as the engine's lease does
+// since 94a7268 (kLeaseSql says why): with max_jobs in the hundreds, `j.id = picked.id`
+// alone was planned as a hash join over a sequential scan of the whole table. Written once
+// and never edited after release.
+constexpr std::string_view kMigration4 = R"sql(
+CREATE OR REPLACE FUNCTION {S}.lease(queue text, worker text, max_jobs integer DEFAULT 1,
+                                     lease_duration interval DEFAULT interval '30 seconds')
+RETURNS SETOF {S}.jobs LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+BEGIN
+  IF EXISTS (SELECT 1 FROM {S}.queues q WHERE q.name = $1 AND q.paused_at IS NOT NULL) THEN
+    RETURN;
+  END IF;
+  PERFORM {S}.rescue_expired($1);
+  RETURN QUERY
+  WITH picked AS (
+    SELECT j.id FROM {S}.jobs j
+    WHERE j.queue = $1 AND j.state = 'available' AND j.run_at <= statement_timestamp()
+      AND (SELECT min(d.run_at) FROM {S}.jobs d
+           WHERE d.queue = $1 AND d.state = 'available') <= statement_timestamp()
+    ORDER BY j.priority, j.run_at, j.id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+  ), leased AS (
+    UPDATE {S}.jobs j
+    SET state = 'running',
+        attempts = j.attempts + 1,
+        lease_token = {S}.new_lease_token(),
+        leased_by = $2,
+        lease_expires_at = statement_timestamp() + $4,
+        started_at = statement_timestamp()
+    FROM picked
+    WHERE j.id = ANY (ARRAY(SELECT x.id FROM picked x)) AND j.id = picked.id
+      AND j.state = 'available'
+    RETURNING j.*
+  )
+  SELECT * FROM leased l ORDER BY l.priority, l.run_at, l.id;
+END
+$fn$;
+)sql";
+
 std::string migration1(const SchemaName& schema) {
   std::string text(kMigration1);
   // The rescue statement of the engine is also the body of rescue_expired().
@@ -949,7 +990,8 @@ Sql::Sql(const SchemaName& schema)
       enqueue_tick(make("enqueue_tick", kEnqueueTickSql, schema)),
       claim_task(make("claim_task", kClaimTaskSql, schema)),
       create_schema(expand(kCreateSchemaSql, schema)),
-      migrations{migration1(schema), expand(kMigration2, schema), expand(kMigration3, schema)} {}
+      migrations{migration1(schema), expand(kMigration2, schema), expand(kMigration3, schema),
+                 expand(kMigration4, schema)} {}
 
 Statement Sql::lease_with_limit(int max_jobs) const {
   const std::string limit = std::to_string(max_jobs);

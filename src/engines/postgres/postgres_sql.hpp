@@ -28,7 +28,7 @@
 namespace readpast::detail::pg {
 
 // The schema version this build creates and understands.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 // A validated schema name and the identifiers derived from it.
 struct SchemaName {
