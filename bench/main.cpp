@@ -69,6 +69,9 @@ json meta_line(const Settings& settings, const std::vector<std::string>& suites)
   } else {
     meta["sqlite"] = sqlite3_libversion();
     meta["sqlite_synchronous"] = settings.target.sqlite_synchronous;
+    if (settings.target.sqlite_cache_mib > 0) {
+      meta["sqlite_cache_mib"] = settings.target.sqlite_cache_mib;
+    }
   }
   meta["settings"] = {{"n_single", settings.n_single},
                       {"n_batch", settings.n_batch},
@@ -153,6 +156,9 @@ int main(int argc, char** argv) {
                   "full (readpast's default) or normal, for both subjects")
       ->check(CLI::IsMember({"full", "normal"}))
       ->capture_default_str();
+  run->add_option("--sqlite-cache-mib", settings.target.sqlite_cache_mib,
+                  "readpast's page cache per SQLite connection, MiB (0: readpast's default)")
+      ->check(CLI::NonNegativeNumber);
   run->add_option("--sqlite-dir", settings.target.sqlite_dir,
                   "directory for the SQLite files (default: a new temporary one, removed after)");
   run->add_option("--suites", suites_text, "enqueue,drain,latency,depth,snapshot")
@@ -199,6 +205,7 @@ int main(int argc, char** argv) {
   child->add_option("--pg-url", settings.target.pg_url);
   child->add_option("--sqlite-dir", settings.target.sqlite_dir);
   child->add_option("--sqlite-synchronous", settings.target.sqlite_synchronous);
+  child->add_option("--sqlite-cache-mib", settings.target.sqlite_cache_mib);
   child->add_option("--system", child_system);
   child->add_option("--retention", child_retention);
   child->add_option("--threads", child_setup.threads);
@@ -281,9 +288,11 @@ int main(int argc, char** argv) {
     if (settings.target.engine == EngineKind::kPostgres) {
       settings.child_args.insert(settings.child_args.end(), {"--pg-url", settings.target.pg_url});
     } else {
-      settings.child_args.insert(settings.child_args.end(),
-                                 {"--sqlite-dir", settings.target.sqlite_dir,
-                                  "--sqlite-synchronous", settings.target.sqlite_synchronous});
+      settings.child_args.insert(
+          settings.child_args.end(),
+          {"--sqlite-dir", settings.target.sqlite_dir, "--sqlite-synchronous",
+           settings.target.sqlite_synchronous, "--sqlite-cache-mib",
+           std::to_string(settings.target.sqlite_cache_mib)});
     }
     return run_main(std::move(settings), split(suites_text), out, temporary_dir);
   } catch (const std::exception& e) {

@@ -126,7 +126,10 @@ class ReadpastSubject final : public Subject {
     const std::string url = target.engine == EngineKind::kPostgres
                                 ? target.pg_url
                                 : "sqlite:" + target.sqlite_dir +
-                                      "/readpast.db?synchronous=" + target.sqlite_synchronous;
+                                      "/readpast.db?synchronous=" + target.sqlite_synchronous +
+                                      (target.sqlite_cache_mib > 0
+                                           ? "&cache_mib=" + std::to_string(target.sqlite_cache_mib)
+                                           : "");
     queue_.emplace(must(Queue::open(url, std::move(options)), "open"));
     if (target.engine == EngineKind::kPostgres) {
       pg_.emplace(target.pg_url);

@@ -38,6 +38,8 @@ struct Target {
   // commit is synced to disk) or "normal" (WAL synced at checkpoints only; the numbers
   // then show CPU cost rather than the disk's flush latency).
   std::string sqlite_synchronous = "full";
+  // readpast's page cache per SQLite connection (its URL's cache_mib); 0: readpast's default.
+  int sqlite_cache_mib = 0;
   std::string name() const { return engine == EngineKind::kPostgres ? "postgres" : "sqlite"; }
 };
 

@@ -27,9 +27,9 @@ class Engine;
 
 class Queue {
  public:
-  // URL: "sqlite:PATH" (PATH may be relative; "?synchronous=normal" and "?busy_timeout=MS"
-  // may follow) or "postgresql://..." / libpq keywords. The database file must exist unless
-  // options.init_schema is set.
+  // URL: "sqlite:PATH" (PATH may be relative; "?synchronous=normal", "?busy_timeout=MS" and
+  // "?cache_mib=N" may follow) or "postgresql://..." / libpq keywords. The database file must exist
+  // unless options.init_schema is set.
   static Result<Queue> open(std::string_view url, QueueOptions options = {});
 
   Queue(Queue&&) noexcept;

@@ -15,7 +15,7 @@ namespace readpast::cli {
 namespace {
 
 constexpr const char* kFooter = R"(Database: --db URL, else $READPAST_DB, else sqlite:readpast.db.
-URLs: sqlite:PATH[?busy_timeout=MS&synchronous=normal], postgresql://USER@HOST/DB.
+URLs: sqlite:PATH[?busy_timeout=MS&synchronous=normal&cache_mib=N], postgresql://USER@HOST/DB.
 DUR: 500ms, 30s, 5m, 2h, 7d, 1.5s, 1m30s. TIME: RFC 3339, e.g. 2026-11-22T10:00:00Z.
 
 Exit status: 0 success; 2 malformed command line (nothing was done);

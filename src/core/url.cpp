@@ -48,10 +48,10 @@ Result<DatabaseUrl> parse_sqlite(std::string_view url) {
         Error::invalid_argument("bad URL '" + parsed.redacted + "': parameters must be key=value"));
   }
   for (const auto& [key, value] : parsed.params) {
-    if (key != "synchronous" && key != "busy_timeout") {
+    if (key != "synchronous" && key != "busy_timeout" && key != "cache_mib") {
       return fail_with(
           Error::invalid_argument("bad URL '" + parsed.redacted + "': unknown parameter '" + key +
-                                  "' (sqlite URLs take synchronous and busy_timeout)"));
+                                  "' (sqlite URLs take synchronous, busy_timeout and cache_mib)"));
     }
   }
   parsed.sqlite_path = std::string(path);

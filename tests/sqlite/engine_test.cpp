@@ -117,6 +117,34 @@ TEST_F(SqliteEngineTest, TheFileIsInWalModeWithSynchronousFullUnlessTheUrlSaysOt
   EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
 }
 
+TEST_F(SqliteEngineTest, EachConnectionsPageCacheIsTheUrlsCacheMib) {
+  init();
+  auto cache_kib = [](sqlite::Connection& connection) {
+    auto pragma = connection.prepare("PRAGMA cache_size");
+    EXPECT_TRUE(pragma && (*pragma)->step());
+    return -(*pragma)->int64(0);  // negative: KiB
+  };
+  sqlite::Connection::Settings settings;
+  settings.path = path();
+  auto by_default = sqlite::Connection::open(settings);
+  ASSERT_TRUE(by_default);
+  EXPECT_EQ(cache_kib(**by_default), sqlite::Connection::kDefaultCacheMib * 1024);
+  settings.cache_mib = 3;
+  auto three = sqlite::Connection::open(settings);
+  ASSERT_TRUE(three);
+  EXPECT_EQ(cache_kib(**three), 3 * 1024);
+
+  EXPECT_TRUE(Queue::open(url() + "?cache_mib=3"));
+  for (const char* bad :
+       {"?cache_mib=0", "?cache_mib=-1", "?cache_mib=lots", "?cache_mib=", "?cache_mib=1048577"}) {
+    auto opened = Queue::open(url() + bad);
+    ASSERT_FALSE(opened) << bad;
+    EXPECT_EQ(opened.error().code, ErrorCode::kInvalidArgument) << bad;
+    EXPECT_NE(opened.error().message.find("cache_mib"), std::string::npos)
+        << opened.error().message;
+  }
+}
+
 TEST_F(SqliteEngineTest, AWriterBlockedPastBusyTimeoutIsToldTheDatabaseIsUnavailable) {
   init();
   Queue queue = *Queue::open(url() + "?busy_timeout=300");

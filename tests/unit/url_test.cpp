@@ -44,6 +44,8 @@ TEST(DatabaseUrl, SqliteTakesItsParameters) {
   EXPECT_EQ(both.sqlite_path, "/tmp/j.db");
   EXPECT_EQ(both.params.at("synchronous"), "normal");
   EXPECT_EQ(both.params.at("busy_timeout"), "5000");
+  auto cache = must_parse("sqlite:j.db?cache_mib=64");
+  EXPECT_EQ(cache.params.at("cache_mib"), "64");
 }
 
 TEST(DatabaseUrl, SqliteRejectsUnknownOrMalformedParameters) {

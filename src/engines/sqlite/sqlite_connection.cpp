@@ -63,6 +63,11 @@ Result<std::unique_ptr<Connection>> Connection::open(const Settings& settings) {
   if (sqlite3_exec(raw, synchronous.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
     return fail_with(connection->error(sqlite3_errcode(raw), "setting synchronous"));
   }
+  // A negative cache_size is in KiB. The value is a number we formatted, never user text.
+  std::string cache_size = "PRAGMA cache_size=-" + std::to_string(settings.cache_mib * 1024);
+  if (sqlite3_exec(raw, cache_size.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return fail_with(connection->error(sqlite3_errcode(raw), "setting cache_size"));
+  }
   return connection;
 }
 

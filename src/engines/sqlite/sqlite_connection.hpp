@@ -80,11 +80,15 @@ class Statement {
 
 class Connection {
  public:
+  static constexpr int kDefaultCacheMib = 2;
   struct Settings {
     std::string path;
     bool create = false;  // create the file when it does not exist
     int busy_timeout_ms = 10000;
     std::string synchronous = "FULL";
+    // The page cache of this connection (PRAGMA cache_size), in MiB. It grows only as pages
+    // are read, so a small database never uses it all.
+    int cache_mib = kDefaultCacheMib;
   };
 
   // kNotFound when the file does not exist and create is false.

@@ -678,6 +678,9 @@ Result<bool> SqliteEngine::wait_for_work(std::string_view queue, Duration timeou
   }
 }
 
+// PRAGMA cache_size takes KiB as an int: 1 TiB would overflow it.
+constexpr int kMaxCacheMib = 1024 * 1024;
+
 Result<int> parse_int_param(const DatabaseUrl& url, std::string_view key, int fallback) {
   auto it = url.params.find(key);
   if (it == url.params.end()) return fallback;
@@ -700,6 +703,14 @@ Result<std::unique_ptr<Engine>> open_sqlite_engine(const DatabaseUrl& url,
   auto busy = parse_int_param(url, "busy_timeout", 10000);
   if (!busy) return fail_with(busy.error());
   settings.busy_timeout_ms = *busy;
+  auto cache = parse_int_param(url, "cache_mib", Connection::kDefaultCacheMib);
+  if (!cache) return fail_with(cache.error());
+  if (*cache < 1 || *cache > kMaxCacheMib) {
+    return fail_with(Error::invalid_argument("bad URL '" + url.redacted +
+                                             "': cache_mib must be from 1 to " +
+                                             std::to_string(kMaxCacheMib)));
+  }
+  settings.cache_mib = *cache;
   // FULL by default: in WAL mode it syncs the log on every commit, so an acknowledged
   // enqueue or completion survives a power loss. NORMAL may lose the last transactions
   // (never corrupt the file); see docs/sqlite.md.
