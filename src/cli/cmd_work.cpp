@@ -19,6 +19,8 @@ namespace readpast::cli {
 namespace {
 
 constexpr int kMaxConcurrency = 1024;
+// The library's limit on concurrency + prefetch: the most jobs one lease may take.
+constexpr int kMaxHeld = 10000;
 constexpr auto kMinLease = std::chrono::seconds(1);
 // The library's limit on leased_by.
 constexpr std::size_t kMaxWorkerIdBytes = 256;
@@ -27,6 +29,7 @@ struct WorkArgs {
   std::string queue;
   std::string command;
   int concurrency = 1;
+  int prefetch = 0;
   std::string lease = "30s";
   std::optional<std::string> timeout;
   std::string grace = "30s";
@@ -62,6 +65,11 @@ CliResult<WorkPlan> plan(const WorkArgs& args) {
   if (auto ok = check_queue_name(args.queue); !ok) return fail_cli(ok.error());
   if (args.command.empty()) return fail_cli(usage_error("--exec: the command is empty"));
   plan.config.concurrency = args.concurrency;
+  if (args.concurrency + args.prefetch > kMaxHeld) {
+    return fail_cli(usage_error(
+        fmt::format("--prefetch: --concurrency plus --prefetch must not exceed {}", kMaxHeld)));
+  }
+  plan.config.prefetch = args.prefetch;
   auto lease = parse_duration_arg("--lease", args.lease);
   if (!lease) return fail_cli(lease.error());
   if (*lease < kMinLease) return fail_cli(usage_error("--lease: must be at least 1s"));
@@ -158,9 +166,9 @@ CliStatus work(Session& session, const WorkArgs& args) {
     return fail_cli(usage_error(ok.error().message));
   }
 
-  session.log().info("worker {} on queue {} of {}: {} at once, running: {}", worker_id, args.queue,
-                     session.printable_db_url(), args.concurrency,
-                     escape_for_terminal(args.command, 200));
+  session.log().info("worker {} on queue {} of {}: {} at once ({} held ahead), running: {}",
+                     worker_id, args.queue, session.printable_db_url(), args.concurrency,
+                     args.prefetch, escape_for_terminal(args.command, 200));
   signals.on_signal([&worker](int) { worker.stop(); });
   std::optional<ProgressLine> progress;
   if (!args.no_progress && console.stderr_is_terminal()) {
@@ -202,6 +210,11 @@ Command add_work_command(CLI::App& parent) {
   app->add_option("--concurrency", args->concurrency, "Jobs run at once (default: 1)")
       ->type_name("N")
       ->check(CLI::Range(1, kMaxConcurrency));
+  app->add_option("--prefetch", args->prefetch,
+                  "Jobs leased ahead of free slots, their leases extended until one is free: "
+                  "fewer round trips for short jobs (default: 0)")
+      ->type_name("N")
+      ->check(CLI::Range(0, kMaxHeld));
   app->add_option("--lease", args->lease,
                   "Lease length, extended every third of it while a job runs (default: 30s)")
       ->type_name("DUR");

@@ -3,7 +3,10 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <regex>
+#include <thread>
 
 #include "cli_fixture.hpp"
 
@@ -179,6 +182,34 @@ TEST_F(CliTest, ConcurrencyRunsThatManyCommandsAtOnce) {
   // Every command started before any ended.
   EXPECT_LT(*std::max_element(starts.begin(), starts.end()),
             *std::min_element(ends.begin(), ends.end()));
+}
+
+TEST_F(CliTest, PrefetchHoldsThatManyJobsAheadOfTheRunningOne) {
+  constexpr int kJobs = 5;
+  for (int i = 0; i < kJobs; ++i) enqueue("pf", std::to_string(i));
+  // Each command marks its start, then waits for the test's go-ahead.
+  const std::string dir = dir_.path().string();
+  const std::string command = "touch " + dir + "/start.$READPAST_JOB_ID; n=0; while [ ! -e " + dir +
+                              "/go ]; do n=$((n+1)); [ $n -gt 1000 ] && exit 1; " +
+                              "sleep 0.01; done";
+  auto worker = start({"work", "pf", "--exec", command, "--concurrency", "1", "--prefetch", "2",
+                       "--drain", "--no-progress"});
+  bool held = false;
+  for (int i = 0; i < 500 && !held; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    auto counts = stats("pf");
+    held = counts["running"] == 3 && counts["available"] == kJobs - 3;
+  }
+  EXPECT_TRUE(held) << "one running and two held ahead: " << stats("pf").dump();
+  std::size_t started = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
+    started += entry.path().filename().string().starts_with("start.") ? 1 : 0;
+  }
+  EXPECT_EQ(started, 1u) << "the held jobs must not run before a slot is free";
+  write_file(path("go"), "");
+  auto r = worker->wait(std::chrono::seconds(30));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(stats("pf")["succeeded"], kJobs);
 }
 
 TEST_F(CliTest, TimeoutKillsTheWholeProcessGroupAndFailsTheJob) {
