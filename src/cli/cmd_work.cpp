@@ -12,6 +12,7 @@
 #include "cli/logging.hpp"
 #include "cli/progress.hpp"
 #include "cli/session.hpp"
+#include "core/validate.hpp"
 #include "readpast/worker.hpp"
 #include "worker/exec_handler.hpp"
 
@@ -20,10 +21,10 @@ namespace {
 
 constexpr int kMaxConcurrency = 1024;
 // The library's limit on concurrency + prefetch: the most jobs one lease may take.
-constexpr int kMaxHeld = 10000;
+constexpr int kMaxHeld = detail::kMaxLeaseBatch;
 constexpr auto kMinLease = std::chrono::seconds(1);
 // The library's limit on leased_by.
-constexpr std::size_t kMaxWorkerIdBytes = 256;
+constexpr std::size_t kMaxWorkerIdBytes = detail::kMaxWorkerIdBytes;
 
 struct WorkArgs {
   std::string queue;
