@@ -93,6 +93,9 @@ bool Runtime::logs(LogLevel level) const {
 
 void Runtime::log(LogLevel level, std::string message,
                   std::vector<std::pair<std::string, std::string>> fields) const {
+  // Here and not only at the call sites that skip building an event: every event below
+  // log_level stays out of the logger, whichever call site forgets to ask logs() first.
+  if (!logs(level)) return;
   detail::emit(options_.logger, level, std::move(message), std::move(fields));
 }
 

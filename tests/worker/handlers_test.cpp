@@ -25,6 +25,19 @@ TEST_P(WorkerTest, EventsBelowTheLogLevelAreNotLogged) {
   EXPECT_EQ(log_.count("job_succeeded"), 0) << log_.all();
   EXPECT_EQ(log_.count("drained"), 1) << "an info event was dropped: " << log_.all();
 
+  // Above kDebug too: at kWarn (readpast work -q) the info event of the drain stays out.
+  enqueue("q");
+  WorkerOptions warnings_only = options();
+  warnings_only.log_level = LogLevel::kWarn;
+  {
+    Worker worker(q(), warnings_only);
+    ASSERT_TRUE(
+        worker.handle("q", [](const Job&, std::stop_token) { return JobResult::success(); }));
+    ASSERT_TRUE(worker.run());
+    EXPECT_EQ(worker.counters().succeeded, 1);
+  }
+  EXPECT_EQ(log_.count("drained"), 1) << "an info event below kWarn was logged: " << log_.all();
+
   // The default level sends every event to the logger.
   for (int i = 0; i < 2; ++i) enqueue("q");
   Worker worker(q(), options());
