@@ -305,7 +305,7 @@ class RawSqliteSubject final : public Subject {
 
   std::string system() const override { return "raw-sqlite"; }
   std::string describe() const override {
-    return "minimal table rawq_jobs, WAL, temp_store=MEMORY, synchronous=" + synchronous_ +
+    return "minimal table rawq_jobs, WAL, synchronous=" + synchronous_ +
            "; lease: " + std::string(kSqliteLease) + " (one job: WHERE id = (SELECT ...)); " +
            "complete: BEGIN IMMEDIATE; " + kSqliteComplete + " per job; COMMIT";
   }

@@ -75,10 +75,6 @@ SqliteDb::SqliteDb(const std::string& path, const std::string& synchronous) {
   sqlite3_busy_handler(raw, on_busy, nullptr);
   exec("PRAGMA journal_mode=WAL");
   exec("PRAGMA synchronous=" + synchronous);
-  // As readpast's own connections (sqlite_connection.cpp): temporary b-trees, such as the
-  // one RETURNING fills, in memory rather than in a temporary file, so that the ceiling is
-  // the best this database does.
-  exec("PRAGMA temp_store=MEMORY");
 }
 
 void SqliteDb::exec(const char* sql) {

@@ -145,22 +145,6 @@ TEST_F(SqliteEngineTest, EachConnectionsPageCacheIsTheUrlsCacheMib) {
   }
 }
 
-// A lease of many jobs runs inside BEGIN IMMEDIATE, so SQLite keeps a statement journal for
-// it, and RETURNING fills a temporary b-tree. With the default temp_store, either may become
-// a temporary file that is created, written and unlinked again on every lease.
-TEST_F(SqliteEngineTest, EachConnectionKeepsTemporaryStorageInMemory) {
-  init();
-  sqlite::Connection::Settings settings;
-  settings.path = path();
-  auto connection = sqlite::Connection::open(settings);
-  ASSERT_TRUE(connection);
-  auto pragma = (*connection)->prepare("PRAGMA temp_store");
-  ASSERT_TRUE(pragma);
-  auto row = (*pragma)->step();
-  ASSERT_TRUE(row && *row);
-  EXPECT_EQ((*pragma)->int64(0), 2);  // 2 = MEMORY
-}
-
 TEST_F(SqliteEngineTest, AWriterBlockedPastBusyTimeoutIsToldTheDatabaseIsUnavailable) {
   init();
   Queue queue = *Queue::open(url() + "?busy_timeout=300");

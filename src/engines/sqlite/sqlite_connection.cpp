@@ -68,11 +68,6 @@ Result<std::unique_ptr<Connection>> Connection::open(const Settings& settings) {
   if (sqlite3_exec(raw, cache_size.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
     return fail_with(connection->error(sqlite3_errcode(raw), "setting cache_size"));
   }
-  // Temporary b-trees and statement journals in memory, not in files. A statement that
-  // changes many rows inside BEGIN IMMEDIATE (a lease of 100) keeps a statement journal
-  // so that a failing CHECK can undo just that statement; past 64 KiB SQLite moves it to
-  // a temporary file, which it creates, writes and unlinks again for every such lease.
-  if (auto ok = connection->exec("PRAGMA temp_store=MEMORY"); !ok) return fail_with(ok.error());
   return connection;
 }
 
