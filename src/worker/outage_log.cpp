@@ -2,8 +2,6 @@
 
 #include <string>
 
-#include "core/log.hpp"
-
 namespace readpast::worker {
 
 void OutageLog::failed(std::string_view what, const Error& error) {
@@ -12,7 +10,7 @@ void OutageLog::failed(std::string_view what, const Error& error) {
     if (in_outage_.load(std::memory_order_relaxed)) return;
     in_outage_.store(true, std::memory_order_relaxed);
   }
-  detail::emit(logger_, LogLevel::kWarn,
+  logger_.emit(LogLevel::kWarn,
                "database unavailable (" + std::string(what) + ": " + error.message +
                    "); retrying until it is back",
                {{"event", "database_unavailable"}, {"error", error.message}});
@@ -25,8 +23,7 @@ void OutageLog::recovered() {
     if (!in_outage_.load(std::memory_order_relaxed)) return;
     in_outage_.store(false, std::memory_order_relaxed);
   }
-  detail::emit(logger_, LogLevel::kInfo, "database available again",
-               {{"event", "database_available"}});
+  logger_.emit(LogLevel::kInfo, "database available again", {{"event", "database_available"}});
 }
 
 }  // namespace readpast::worker

@@ -7,15 +7,16 @@
 #include <atomic>
 #include <mutex>
 #include <string_view>
+#include <utility>
 
+#include "core/log.hpp"
 #include "readpast/error.hpp"
-#include "readpast/options.hpp"
 
 namespace readpast::worker {
 
 class OutageLog {
  public:
-  explicit OutageLog(Logger logger) : logger_(std::move(logger)) {}
+  explicit OutageLog(detail::LevelledLogger logger) : logger_(std::move(logger)) {}
 
   // A call failed with kUnavailable and will be retried: logs the first of an outage.
   void failed(std::string_view what, const Error& error);
@@ -23,7 +24,7 @@ class OutageLog {
   void recovered();
 
  private:
-  const Logger logger_;
+  const detail::LevelledLogger logger_;
   std::atomic<bool> in_outage_{false};  // fast path for recovered(); written under mu_
   std::mutex mu_;                       // serializes transitions of in_outage_
 };

@@ -71,7 +71,10 @@ class ThreadGroup {
 }  // namespace
 
 Runtime::Runtime(Queue& queue, WorkerOptions options, std::vector<LaneSetup> lanes)
-    : queue_(queue), options_(std::move(options)), outage_(options_.logger) {
+    : queue_(queue),
+      options_(std::move(options)),
+      logger_(options_.logger, options_.log_level),
+      outage_(logger_) {
   for (auto& setup : lanes) lanes_.emplace_back(std::move(setup));
 }
 
@@ -88,15 +91,12 @@ void Runtime::wake_everyone() {
 }
 
 bool Runtime::logs(LogLevel level) const {
-  return options_.logger && level >= options_.log_level;
+  return logger_.logs(level);
 }
 
 void Runtime::log(LogLevel level, std::string message,
                   std::vector<std::pair<std::string, std::string>> fields) const {
-  // Here and not only at the call sites that skip building an event: every event below
-  // log_level stays out of the logger, whichever call site forgets to ask logs() first.
-  if (!logs(level)) return;
-  detail::emit(options_.logger, level, std::move(message), std::move(fields));
+  logger_.emit(level, std::move(message), std::move(fields));
 }
 
 std::vector<std::pair<std::string, std::string>> Runtime::job_fields(const Held& held,

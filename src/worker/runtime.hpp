@@ -52,6 +52,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/log.hpp"
 #include "readpast/queue.hpp"
 #include "readpast/worker.hpp"
 #include "worker/outage_log.hpp"
@@ -164,6 +165,7 @@ class Runtime {
   // Constant after construction.
   Queue& queue_;
   const WorkerOptions options_;
+  const detail::LevelledLogger logger_;  // options_.logger at options_.log_level
   OutageLog outage_;
   std::deque<Lane> lanes_;  // the deque itself is constant; Lane's guarded fields are not
 
