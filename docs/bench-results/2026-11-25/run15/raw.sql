@@ -1,0 +1,2 @@
+WITH c AS (SELECT id FROM rawq.jobs WHERE locked_until IS NULL AND run_at <= now() ORDER BY priority, id LIMIT 100 FOR UPDATE SKIP LOCKED), u AS (UPDATE rawq.jobs j SET locked_by = 'w', locked_until = now() + interval '5 minutes', attempts = j.attempts + 1 WHERE j.id = ANY (ARRAY(SELECT c.id FROM c)) RETURNING j.id, j.payload) SELECT string_agg(id::text, ',') AS ids FROM u \gset
+DELETE FROM rawq.jobs WHERE id IN (:ids);
