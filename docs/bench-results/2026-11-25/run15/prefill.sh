@@ -7,3 +7,6 @@ case $V in
   rp) psql -q "$URL" -c "TRUNCATE readpast.jobs" -c "INSERT INTO readpast.jobs (queue, payload) SELECT 'bench', $P FROM generate_series(1,$N) i" -c "VACUUM ANALYZE readpast.jobs" -c CHECKPOINT ;;
   narrow) psql -q "$URL" -c "TRUNCATE exp.jobs, exp.leases" -c "INSERT INTO exp.jobs (queue, payload) SELECT 'bench', $P FROM generate_series(1,$N) i" -c "VACUUM ANALYZE exp.jobs" -c "VACUUM ANALYZE exp.leases" -c CHECKPOINT ;;
 esac
+if [[ $V == split ]]; then
+  psql -q "$URL" -c "TRUNCATE exp2.jobs, exp2.bodies" -c "INSERT INTO exp2.jobs (queue) SELECT 'bench' FROM generate_series(1,$N) i" -c "INSERT INTO exp2.bodies (id, payload) SELECT id, $P FROM (SELECT id, id AS i FROM exp2.jobs) s" -c "VACUUM ANALYZE exp2.jobs" -c "VACUUM ANALYZE exp2.bodies" -c CHECKPOINT
+fi
