@@ -1,5 +1,6 @@
 #include "core/url.hpp"
 
+#include <algorithm>
 #include <cctype>
 
 namespace readpast::detail {
@@ -34,6 +35,12 @@ Result<DatabaseUrl> parse_sqlite(std::string_view url) {
   // SQLite takes no password, but a URL may carry one by mistake ("?password=...",
   // "sqlite://user:pw@..."): it is echoed in errors, so redact it like any other.
   parsed.redacted = redact_url(url);
+  // Taken as a path, "sqlite://user:pw@/x.db" would be echoed by every "cannot open"
+  // message with its password in it.
+  if (uri_password_span(url)) {
+    return fail_with(Error::invalid_argument("bad URL '" + parsed.redacted +
+                                             "': a sqlite: URL takes no user or password"));
+  }
   std::string_view rest = url.substr(kSqliteScheme.size());
   // Accept sqlite://PATH too, as many tools write it: sqlite:///abs and sqlite://rel.
   if (rest.starts_with("//")) rest.remove_prefix(2);
@@ -87,6 +94,20 @@ std::string extract_uri_params(std::string_view uri,
 
 }  // namespace
 
+namespace {
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+bool is_port_number(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) != 0;
+  });
+}
+
+}  // namespace
+
 std::optional<TextSpan> uri_password_span(std::string_view text) {
   // scheme: a letter, then letters, digits, '+', '.', '-'; then "://"
   std::size_t i = 0;
@@ -97,21 +118,29 @@ std::optional<TextSpan> uri_password_span(std::string_view text) {
   }
   if (text.substr(i, 3) != "://") return std::nullopt;
   i += 3;
-  // user: anything up to the first ':' (the password follows) unless '/', '@' or '?' ends
-  // the authority's user part first.
-  const std::size_t colon = text.find_first_of(":/@?", i);
-  if (colon == std::string_view::npos || text[colon] != ':') return std::nullopt;
-  // password: up to '@'; a '/' or '?' first means the ':' was a host's port, not a password.
-  const std::size_t at = text.find_first_of("@/?", colon + 1);
-  if (at == std::string_view::npos || text[at] != '@') return std::nullopt;
-  return TextSpan{colon + 1, at};
+  // The authority runs to the first '/'. libpq's user info ends at its first '@' and its
+  // user name at the first ':' (a '?' or '#' may be part of either); a password with a
+  // raw '@' is thus misread, and the first '@' would leave the rest of it in view. The
+  // last '@' of the authority is taken instead, so that no part of a password is shown.
+  const std::size_t slash = std::min(text.find('/', i), text.size());
+  const std::size_t colon = text.find_first_of(":@", i);
+  if (colon >= slash || text[colon] != ':') return std::nullopt;
+  const std::size_t at = text.rfind('@', slash - 1);
+  if (at != std::string_view::npos && at > colon) return TextSpan{colon + 1, at};
+  // No '@' before the first '/': either "host:port/..." or a password with a raw '/' in
+  // it, which libpq reads as a port (and which a "bad port" message would echo). What
+  // follows the ':' is a password when it is no port (a list of hosts has a ',') and an
+  // '@' comes later.
+  const std::string_view after_colon = text.substr(colon + 1, slash - colon - 1);
+  if (is_port_number(after_colon) || after_colon.find(',') != std::string_view::npos) {
+    return std::nullopt;
+  }
+  const std::size_t late_at = text.rfind('@');
+  if (late_at == std::string_view::npos || late_at < slash) return std::nullopt;
+  return TextSpan{colon + 1, late_at};
 }
 
 namespace {
-
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
 
 bool iequals_at(std::string_view text, std::size_t pos, std::string_view word) {
   if (text.size() - pos < word.size()) return false;
@@ -140,36 +169,141 @@ std::size_t value_end(std::string_view text, std::size_t pos) {
   return k;
 }
 
+bool is_keyword_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+}
+
+// One password in a URL.
+struct PasswordSpan {
+  TextSpan value;  // the password as written (quotes included)
+  TextSpan item;   // what leaves it out when cut: ":secret" or "sslpassword = 'secret'"
+};
+
+// Every password of a URL in the order written, overlapping spans merged: the URI's
+// (scheme://user:PASSWORD@...) and every VALUE of a keyword ending in "password" (libpq's
+// password and sslpassword, as URI query parameters or keywords), in any case.
+std::vector<PasswordSpan> password_spans(std::string_view text) {
+  std::vector<PasswordSpan> spans;
+  const auto uri = uri_password_span(text);
+  if (uri) spans.push_back({*uri, {uri->begin - 1, uri->end}});
+  constexpr std::string_view kKeyword = "password";
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    // "password=" inside the URI's password is part of that password, not a keyword.
+    if (uri && i >= uri->begin && i < uri->end) continue;
+    if (!iequals_at(text, i, kKeyword)) continue;
+    std::size_t k = i + kKeyword.size();
+    while (k < text.size() && is_space(text[k])) ++k;
+    if (k >= text.size() || text[k] != '=') continue;
+    ++k;
+    while (k < text.size() && is_space(text[k])) ++k;
+    std::size_t key = i;
+    while (key > 0 && is_keyword_char(text[key - 1])) --key;
+    const std::size_t end = value_end(text, k);
+    spans.push_back({{k, end}, {key, end}});
+    i = end - 1;  // the value is not searched for keywords
+  }
+  std::sort(spans.begin(), spans.end(), [](const PasswordSpan& a, const PasswordSpan& b) {
+    return a.item.begin < b.item.begin;
+  });
+  std::vector<PasswordSpan> merged;
+  for (const PasswordSpan& span : spans) {
+    if (!merged.empty() && span.item.begin < merged.back().item.end) {
+      PasswordSpan& last = merged.back();
+      last.value = {std::min(last.value.begin, span.value.begin),
+                    std::max(last.value.end, span.value.end)};
+      last.item.end = std::max(last.item.end, span.item.end);
+    } else {
+      merged.push_back(span);
+    }
+  }
+  return merged;
+}
+
+// A keyword value as libpq reads it: a quoted one without its quotes and escapes.
+std::string unquote(std::string_view value) {
+  if (value.size() < 2 || value.front() != '\'' || value.back() != '\'') return std::string(value);
+  std::string out;
+  for (std::size_t k = 1; k + 1 < value.size(); ++k) {
+    if (value[k] == '\\' && k + 2 < value.size()) ++k;
+    out += value[k];
+  }
+  return out;
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// "%41" → "A"; a '%' not followed by two hex digits stays as it is.
+std::string percent_decode(std::string_view text) {
+  std::string out;
+  for (std::size_t k = 0; k < text.size(); ++k) {
+    if (text[k] == '%' && k + 2 < text.size() && hex_digit(text[k + 1]) >= 0 &&
+        hex_digit(text[k + 2]) >= 0) {
+      out += static_cast<char>(hex_digit(text[k + 1]) * 16 + hex_digit(text[k + 2]));
+      k += 2;
+    } else {
+      out += text[k];
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string redact_url(std::string_view url) {
-  std::string text(url);
-  // scheme://user:secret@host → scheme://user:***@host, for any scheme: an unknown
-  // scheme is echoed in the "bad URL" error and must not leak its password either.
-  if (auto span = uri_password_span(text)) {
-    text.replace(span->begin, span->end - span->begin, "***");
-  }
-  // password=secret or password='sec ret', in keyword form or a URI query, in any case.
-  constexpr std::string_view kKeyword = "password";
   std::string out;
-  out.reserve(text.size());
-  std::size_t i = 0;
-  while (i < text.size()) {
-    if (!iequals_at(text, i, kKeyword)) {
-      out += text[i++];
-      continue;
-    }
-    std::size_t k = i + kKeyword.size();
-    while (k < text.size() && is_space(text[k])) ++k;
-    if (k >= text.size() || text[k] != '=') {
-      out += text[i++];
-      continue;
-    }
-    ++k;
-    while (k < text.size() && is_space(text[k])) ++k;
-    out.append(text, i, k - i);
+  std::size_t copied = 0;
+  for (const PasswordSpan& span : password_spans(url)) {
+    out.append(url.substr(copied, span.value.begin - copied));
     out += "***";
-    i = value_end(text, k);
+    copied = span.value.end;
+  }
+  out.append(url.substr(copied));
+  return out;
+}
+
+std::vector<std::string> url_passwords(std::string_view url) {
+  std::vector<std::string> found;
+  auto add = [&found](std::string text) {
+    if (!text.empty() && std::find(found.begin(), found.end(), text) == found.end()) {
+      found.push_back(std::move(text));
+    }
+  };
+  for (const PasswordSpan& span : password_spans(url)) {
+    const std::string written =
+        unquote(url.substr(span.value.begin, span.value.end - span.value.begin));
+    // libpq decodes %XX in a URI's user info and query; a keyword value may be either.
+    add(percent_decode(written));
+    add(written);
+  }
+  return found;
+}
+
+std::string url_without_password(std::string_view url) {
+  std::string out(url);
+  auto spans = password_spans(url);
+  // From the last to the first, so that the earlier spans still point at their text.
+  for (auto it = spans.rbegin(); it != spans.rend(); ++it) {
+    TextSpan cut = it->item;
+    auto at = [&out](std::size_t k) { return k < out.size() ? out[k] : '\0'; };
+    if (out[cut.begin] == ':') {
+      // "user:secret@host" → "user@host"
+    } else if (at(cut.end) == '&') {
+      ++cut.end;  // "?password=x&a=1" → "?a=1"
+    } else if (cut.begin > 0 && (at(cut.begin - 1) == '&' || at(cut.begin - 1) == '?')) {
+      --cut.begin;  // "?a=1&password=x" → "?a=1", "?password=x" → ""
+    } else {
+      // libpq keywords: the separating whitespace after it, or before it at the end.
+      while (cut.end < out.size() && is_space(out[cut.end])) ++cut.end;
+      if (cut.end == out.size()) {
+        while (cut.begin > 0 && is_space(out[cut.begin - 1])) --cut.begin;
+      }
+    }
+    out.erase(cut.begin, cut.end - cut.begin);
   }
   return out;
 }

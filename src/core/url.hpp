@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "readpast/error.hpp"
 
@@ -38,10 +39,21 @@ struct TextSpan {
 };
 
 // Where the password of "scheme://user:password@host..." is, for any scheme; nullopt
-// when the URI has none.
+// when the URI has none. It ends at the last '@' before the first '/', so that a password
+// written with a raw '@' is covered whole (libpq would split it at its first '@').
 std::optional<TextSpan> uri_password_span(std::string_view text);
 
-// Replaces the password of a postgresql:// URI or a password=... keyword with "***".
+// Replaces every password of a URL (the URI's, and password=... or sslpassword=... as a
+// URI parameter or libpq keyword) with "***".
 std::string redact_url(std::string_view url);
+
+// The passwords of a URL, each as written and as libpq reads it (%XX decoded, quotes
+// and escapes of a keyword value removed): the text to scrub from what is printed.
+std::vector<std::string> url_passwords(std::string_view url);
+
+// The URL with its passwords left out ("postgresql://u:pw@h/db?password=x&a=1" →
+// "postgresql://u@h/db?a=1"): a URL that still works where libpq finds the password
+// elsewhere (PGPASSWORD, ~/.pgpass). Empty when the URL was nothing but a password.
+std::string url_without_password(std::string_view url);
 
 }  // namespace readpast::detail

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "readpast/queue.hpp"
 
@@ -66,8 +68,23 @@ TEST(DatabaseUrl, SqliteUrlsAreRedactedToo) {
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.error().message.find(kSecret), std::string::npos) << bad.error().message;
   EXPECT_NE(bad.error().message.find("password=***"), std::string::npos) << bad.error().message;
-  auto odd = must_parse("sqlite://user:" + std::string(kSecret) + "@host/x.db");
-  EXPECT_EQ(odd.redacted, "sqlite://user:***@host/x.db");
+}
+
+// Issue 17: taken as a path, the user info of "sqlite://u:SECRET@/path" was echoed by
+// "database file 'u:SECRET@/path' does not exist".
+TEST(DatabaseUrl, SqliteUrlsTakeNoUserOrPassword) {
+  for (const std::string& text : {"sqlite://u:" + std::string(kSecret) + "@/path",
+                                  "sqlite://user:" + std::string(kSecret) + "@host/x.db"}) {
+    auto parsed = parse_database_url(text);
+    ASSERT_FALSE(parsed.has_value()) << "accepted '" << text << "'";
+    EXPECT_EQ(parsed.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_EQ(parsed.error().message.find(kSecret), std::string::npos) << parsed.error().message;
+  }
+  EXPECT_EQ(parse_database_url("sqlite://u:" + std::string(kSecret) + "@/path").error().message,
+            "bad URL 'sqlite://u:***@/path': a sqlite: URL takes no user or password");
+  // A path that merely holds ':' and '@' is still a path.
+  EXPECT_EQ(must_parse("sqlite:///data/a:b@c.db").sqlite_path, "/data/a:b@c.db");
+  EXPECT_EQ(must_parse("sqlite:rel:dir@x/y.db").sqlite_path, "rel:dir@x/y.db");
 }
 
 TEST(DatabaseUrl, SqliteNeedsAPath) {
@@ -166,10 +183,76 @@ TEST(RedactUrl, HidesEveryFormOfPassword) {
   }
 }
 
+// Issue 17: the password ended at its first '@', so the rest of it was printed.
+TEST(RedactUrl, APasswordRunsToTheLastAtOfTheAuthority) {
+  EXPECT_EQ(redact_url("postgresql://u:pa@ss:SECRET@host/db"), "postgresql://u:***@host/db");
+  EXPECT_EQ(redact_url("postgres://u:a@b@c@host:5432/db?sslmode=require"),
+            "postgres://u:***@host:5432/db?sslmode=require");
+  EXPECT_EQ(redact_url("sqlite://u:SECRET@/path"), "sqlite://u:***@/path");
+  EXPECT_EQ(redact_url("mariadb://u:pa@ss:SECRET@h/db"), "mariadb://u:***@h/db");
+  EXPECT_EQ(redact_url("mysql://u:SECRET@h"), "mysql://u:***@h");
+  // libpq takes '?' and '#' into a password; a raw '/' makes it read a port instead,
+  // which a "bad port" message would echo.
+  EXPECT_EQ(redact_url("postgresql://u:pa?ss#SECRET@host/db"), "postgresql://u:***@host/db");
+  EXPECT_EQ(redact_url("postgresql://u:pa/SECRET@host/db"), "postgresql://u:***@host/db");
+  for (std::string_view text : {"postgresql://u:pa@ss:SECRET@host/db",
+                                "mysql://u:pa@ss:SECRET@h/db", "mariadb://u:pa@ss:SECRET@h/db",
+                                "sqlite://u:SECRET@/path", "postgresql://u:pa/SECRET@host/db"}) {
+    auto parsed = parse_database_url(text);
+    const std::string& shown = parsed ? parsed->redacted : parsed.error().message;
+    EXPECT_EQ(shown.find("SECRET"), std::string::npos) << text << " -> " << shown;
+    if (parsed) {
+      auto opened = Queue::open(text);
+      ASSERT_FALSE(opened.has_value()) << text;
+      EXPECT_EQ(opened.error().message.find("SECRET"), std::string::npos) << opened.error().message;
+    }
+  }
+}
+
 TEST(RedactUrl, LeavesUrlsWithoutPasswordsAlone) {
-  for (std::string_view text : {"sqlite:/tmp/x.db", "sqlite:x.db?synchronous=normal",
-                                "postgresql://u@h:5432/db", "host=h dbname=db user=u"}) {
+  for (std::string_view text :
+       {"sqlite:/tmp/x.db", "sqlite:x.db?synchronous=normal", "postgresql://u@h:5432/db",
+        "host=h dbname=db user=u", "postgresql://h:5432/db@x", "postgresql://h1:5432,h2:5433/db",
+        "postgresql://h/db?application_name=a@b", "postgresql://u@h/db?sslmode=require"}) {
     EXPECT_EQ(redact_url(text), text);
+  }
+}
+
+TEST(UrlPasswords, AreFoundAsWrittenAndAsLibpqReadsThem) {
+  EXPECT_EQ(url_passwords("postgresql://u@h/db"), std::vector<std::string>{});
+  EXPECT_EQ(url_passwords("postgresql://u:pa@ss:SECRET@host/db"),
+            std::vector<std::string>{"pa@ss:SECRET"});
+  EXPECT_EQ(url_passwords("postgresql://u:p%40ss%2Fw@h/db"),
+            (std::vector<std::string>{"p@ss/w", "p%40ss%2Fw"}));
+  EXPECT_EQ(url_passwords("postgresql://h/db?sslmode=require&password=x%41y&a=1"),
+            (std::vector<std::string>{"xAy", "x%41y"}));
+  // libpq reads password='sec \' ret \\ x' as: sec ' ret \ x
+  EXPECT_EQ(url_passwords(R"(host=h password='sec \' ret \\ x' sslpassword=k3y dbname=d)"),
+            (std::vector<std::string>{R"(sec ' ret \ x)", "k3y"}));
+  EXPECT_EQ(url_passwords("host=h PASSWORD = s3cret"), std::vector<std::string>{"s3cret"});
+}
+
+TEST(UrlWithoutPassword, LeavesAWorkingUrl) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"postgresql://u:SECRET@h:5432/db", "postgresql://u@h:5432/db"},
+      {"postgresql://u:pa@ss:SECRET@host/db", "postgresql://u@host/db"},
+      {"postgresql://u@h/db", "postgresql://u@h/db"},
+      {"postgresql://h/db?password=SECRET", "postgresql://h/db"},
+      {"postgresql://h/db?password=SECRET&sslmode=require", "postgresql://h/db?sslmode=require"},
+      {"postgresql://h/db?sslmode=require&password=SECRET", "postgresql://h/db?sslmode=require"},
+      {"postgresql://h/db?a=1&password=SECRET&b=2", "postgresql://h/db?a=1&b=2"},
+      {"postgresql://u:X@h/db?password=Y&sslpassword=Z", "postgresql://u@h/db"},
+      {"host=h password=SECRET dbname=db", "host=h dbname=db"},
+      {"host=h dbname=db password = 'SEC RET'", "host=h dbname=db"},
+      {"password=SECRET host=h", "host=h"},
+      {"password=SECRET", ""},
+      {"sqlite:/tmp/x.db", "sqlite:/tmp/x.db"},
+  };
+  for (const auto& [url, expected] : cases) {
+    EXPECT_EQ(url_without_password(url), expected) << url;
+    if (!expected.empty()) {
+      EXPECT_EQ(redact_url(expected), expected) << "a password is left in " << expected;
+    }
   }
 }
 

@@ -82,11 +82,9 @@ Result<ConnectionConfig> make_connection_config(const DatabaseUrl& url) {
   ConnectionConfig config;
   config.conninfo = url.postgres_conninfo;
   config.redacted = url.redacted;
-  // The password as written in a URI (possibly percent-encoded), so that it is scrubbed
-  // even from messages that echo the URI itself.
-  if (auto span = uri_password_span(config.conninfo)) {
-    config.secrets.push_back(config.conninfo.substr(span->begin, span->end - span->begin));
-  }
+  // Every password as written (possibly percent-encoded) and as libpq reads it, so that
+  // it is scrubbed even from messages that echo the URI itself.
+  config.secrets = url_passwords(config.conninfo);
   char* error = nullptr;
   std::unique_ptr<PQconninfoOption, ConninfoOptionsDeleter> options(
       PQconninfoParse(config.conninfo.c_str(), &error));
