@@ -16,8 +16,12 @@ struct ServeArgs {
   std::string listen = std::string(server::kDefaultListen);
   std::optional<std::string> token;
   std::string max_body = "32MiB";
+  std::string max_header_size = "16KiB";
+  int max_headers = server::HttpLimits{}.max_headers;
   std::string timeout = "10s";
-  int max_concurrent = server::ServerOptions{}.max_concurrent_requests;
+  int max_concurrent = server::HttpLimits{}.max_concurrent_requests;
+  int max_connections = server::HttpLimits{}.max_connections;
+  int backlog = server::HttpLimits{}.backlog;
   std::string sample_interval = "2s";
 };
 
@@ -27,13 +31,20 @@ CliResult<server::ServerOptions> plan(const ServeArgs& args) {
   if (!listen) return fail_cli(usage_error("--listen: " + listen.error().message));
   options.listen = *listen;
   if (args.token && !args.token->empty()) options.token = *args.token;
+  auto& limits = options.limits;
   auto max_body = parse_size_arg("--max-body", args.max_body);
   if (!max_body) return fail_cli(max_body.error());
-  options.max_body_bytes = *max_body;
+  limits.max_body_bytes = *max_body;
+  auto max_header = parse_size_arg("--max-header-size", args.max_header_size);
+  if (!max_header) return fail_cli(max_header.error());
+  limits.max_header_bytes = *max_header;
+  limits.max_headers = args.max_headers;
   auto timeout = parse_positive_duration_arg("--timeout", args.timeout);
   if (!timeout) return fail_cli(timeout.error());
-  options.io_timeout = *timeout;
-  options.max_concurrent_requests = args.max_concurrent;
+  limits.request_timeout = *timeout;
+  limits.max_concurrent_requests = args.max_concurrent;
+  limits.max_connections = args.max_connections;
+  limits.backlog = args.backlog;
   auto interval = parse_positive_duration_arg("--sample-interval", args.sample_interval);
   if (!interval) return fail_cli(interval.error());
   options.sample_interval = *interval;
@@ -85,13 +96,28 @@ Command add_serve_command(CLI::App& parent) {
       ->type_name("TOKEN");
   app->add_option("--max-body", args->max_body, "Largest request body (default: 32MiB)")
       ->type_name("SIZE");
+  app->add_option("--max-header-size", args->max_header_size,
+                  "Largest request line and headers together (default: 16KiB)")
+      ->type_name("SIZE");
+  app->add_option("--max-headers", args->max_headers, "Most headers in one request (default: 100)")
+      ->type_name("N")
+      ->check(CLI::Range(8, 10000));
   app->add_option("--timeout", args->timeout,
-                  "Give up on a request, or its response, that stalls this long (default: 10s)")
+                  "A whole request (headers and body) must arrive within this, and its response "
+                  "be taken within it again (default: 10s)")
       ->type_name("DUR");
   app->add_option("--max-concurrent", args->max_concurrent,
                   "Requests handled at once; more get 503 (default: 32)")
       ->type_name("N")
       ->check(CLI::Range(1, 4096));
+  app->add_option("--max-connections", args->max_connections,
+                  "Open connections, idle ones included; more get 503 (default: 512)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 100000));
+  app->add_option("--backlog", args->backlog,
+                  "Connections the kernel queues before they are accepted (default: 511)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 65535));
   app->add_option("--sample-interval", args->sample_interval,
                   "How often the throughput is sampled (default: 2s)")
       ->type_name("DUR");

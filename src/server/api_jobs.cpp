@@ -2,6 +2,7 @@
 // cancel.
 #include "json/job_json.hpp"
 #include "server/api.hpp"
+#include "server/api_bodies.hpp"
 #include "server/api_support.hpp"
 #include "server/job_pages.hpp"
 #include "server/responses.hpp"
@@ -85,7 +86,7 @@ Result<HttpResponse> retry(Queue& queue, const HttpRequest& request) {
   if (!id) return fail_with(id.error());
   auto body = JsonBody::parse(request.body);
   if (!body) return fail_with(body.error());
-  if (auto ok = body->only({}); !ok) return fail_with(ok.error());
+  if (auto ok = read_empty(*body); !ok) return fail_with(ok.error());
   auto retried = queue.retry(std::span<const JobId>(&*id, 1));
   if (!retried) return fail_with(retried.error());
   if (retried->empty()) return fail_with(not_changed(queue, *id, "retried", "dead or cancelled"));
@@ -97,7 +98,7 @@ Result<HttpResponse> cancel(Queue& queue, const HttpRequest& request) {
   if (!id) return fail_with(id.error());
   auto body = JsonBody::parse(request.body);
   if (!body) return fail_with(body.error());
-  if (auto ok = body->only({}); !ok) return fail_with(ok.error());
+  if (auto ok = read_empty(*body); !ok) return fail_with(ok.error());
   auto cancelled = queue.cancel(std::span<const JobId>(&*id, 1));
   if (!cancelled) return fail_with(cancelled.error());
   if (cancelled->empty()) {
@@ -110,19 +111,9 @@ Result<HttpResponse> cancel(Queue& queue, const HttpRequest& request) {
 Result<HttpResponse> many(Queue& queue, const HttpRequest& request, bool retry) {
   auto body = JsonBody::parse(request.body);
   if (!body) return fail_with(body.error());
-  if (auto ok = body->only({"ids"}); !ok) return fail_with(ok.error());
-  const auto* items = body->find("ids");
-  if (!items || !items->is_array() || items->size() > 10000) {
-    return fail_with(field_error("ids", "must be an array of at most 10000 job ids"));
-  }
-  std::vector<JobId> ids;
-  for (const auto& item : *items) {
-    if (!item.is_number_integer() || item.get<std::int64_t>() <= 0) {
-      return fail_with(field_error("ids", "must hold positive integers"));
-    }
-    ids.push_back(item.get<std::int64_t>());
-  }
-  auto changed = retry ? queue.retry(ids) : queue.cancel(ids);
+  auto ids = read_job_ids(*body);
+  if (!ids) return fail_with(ids.error());
+  auto changed = retry ? queue.retry(*ids) : queue.cancel(*ids);
   if (!changed) return fail_with(changed.error());
   return json_response(200, {{retry ? "retried" : "cancelled", *changed}});
 }

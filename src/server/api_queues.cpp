@@ -4,6 +4,7 @@
 
 #include "json/job_json.hpp"
 #include "server/api.hpp"
+#include "server/api_bodies.hpp"
 #include "server/api_support.hpp"
 #include "server/responses.hpp"
 
@@ -52,7 +53,7 @@ Result<HttpResponse> pause_or_resume(Queue& queue, const HttpRequest& request, b
   if (!name) return fail_with(name.error());
   auto body = JsonBody::parse(request.body);
   if (!body) return fail_with(body.error());
-  if (auto ok = body->only({}); !ok) return fail_with(ok.error());
+  if (auto ok = read_empty(*body); !ok) return fail_with(ok.error());
   auto done = pause ? queue.pause(*name) : queue.resume(*name);
   if (!done) return fail_with(done.error());
   return json_response(200, {{"queue", *name}, {"paused", pause}});
@@ -64,14 +65,9 @@ Result<HttpResponse> retry_all(Queue& queue, const HttpRequest& request) {
   if (!name) return fail_with(name.error());
   auto body = JsonBody::parse(request.body);
   if (!body) return fail_with(body.error());
-  if (auto ok = body->only({"state"}); !ok) return fail_with(ok.error());
-  auto state = body->state("state");
-  if (!state) return fail_with(state.error());
-  JobState which = state->value_or(JobState::kDead);
-  if (which != JobState::kDead && which != JobState::kCancelled) {
-    return fail_with(field_error("state", "must be dead or cancelled"));
-  }
-  auto count = queue.retry_all(*name, which);
+  auto which = read_retry_all(*body);
+  if (!which) return fail_with(which.error());
+  auto count = queue.retry_all(*name, *which);
   if (!count) return fail_with(count.error());
   return json_response(200, {{"queue", *name}, {"retried", *count}});
 }
@@ -82,13 +78,9 @@ Result<HttpResponse> purge(Queue& queue, const HttpRequest& request) {
   if (!name) return fail_with(name.error());
   auto body = JsonBody::parse(request.body);
   if (!body) return fail_with(body.error());
-  if (auto ok = body->only({"state", "older_than"}); !ok) return fail_with(ok.error());
-  auto state = JsonBody::required(body->state("state"), "state");
-  if (!state) return fail_with(state.error());
-  auto older_than = body->duration("older_than");
-  if (!older_than) return fail_with(older_than.error());
-  auto count = queue.purge(
-      {.queue = *name, .state = *state, .older_than = *older_than, .limit = std::nullopt});
+  auto purge = read_purge(*body, *name);
+  if (!purge) return fail_with(purge.error());
+  auto count = queue.purge(*purge);
   if (!count) return fail_with(count.error());
   return json_response(200, {{"queue", *name}, {"purged", *count}});
 }

@@ -40,11 +40,13 @@ void add_security_headers(HttpResponse& response) {
 
 void add_dashboard_routes(Router& router) {
   auto page = [](const HttpRequest&) { return file_response("index.html"); };
-  router.add("GET", "/", page);
-  router.add("GET", "/jobs", page);
-  router.add("GET", "/jobs/{id}", page);
-  router.add("GET", "/assets/{name}",
-             [](const HttpRequest& request) { return file_response(request.param("name")); });
+  router.add("GET", "/", page, Access::kPublic);
+  router.add("GET", "/jobs", page, Access::kPublic);
+  router.add("GET", "/jobs/{id}", page, Access::kPublic);
+  router.add(
+      "GET", "/assets/{name}",
+      [](const HttpRequest& request) { return file_response(request.param("name")); },
+      Access::kPublic);
 }
 
 }  // namespace readpast::server

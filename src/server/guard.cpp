@@ -1,6 +1,7 @@
 #include "server/guard.hpp"
 
 #include "server/listen_address.hpp"
+#include "server/request_target.hpp"
 #include "server/responses.hpp"
 
 namespace readpast::server {
@@ -16,20 +17,15 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  CaseInsensitiveLess less;
-  return !less(a, b) && !less(b, a);
-}
-
 // "application/json", "application/json; charset=utf-8"
 bool is_json_content_type(std::string_view value) {
-  return iequals(trim(value.substr(0, value.find(';'))), "application/json");
+  return equals_ignoring_case(trim(value.substr(0, value.find(';'))), "application/json");
 }
 
 // Origin "http://host:port" against the Host header "host:port".
 bool same_origin(std::string_view origin, std::string_view host) {
   for (std::string_view scheme : {"http://", "https://"}) {
-    if (origin.starts_with(scheme)) return iequals(origin.substr(scheme.size()), host);
+    if (origin.starts_with(scheme)) return equals_ignoring_case(origin.substr(scheme.size()), host);
   }
   return false;
 }
@@ -53,11 +49,7 @@ std::string_view host_without_port(std::string_view authority) {
   return authority.substr(0, authority.rfind(':'));
 }
 
-bool RequestGuard::is_public_path(std::string_view path) {
-  return !(path == "/metrics" || path == "/healthz" || path == "/api" || path.starts_with("/api/"));
-}
-
-std::optional<HttpResponse> RequestGuard::check(const HttpRequest& request) const {
+std::optional<HttpResponse> RequestGuard::check(const HttpRequest& request, Access access) const {
   auto host = request.header("Host");
   if (options_.loopback && (!host || !is_loopback_host(host_without_port(*host)))) {
     return error_response(403, "forbidden",
@@ -65,11 +57,11 @@ std::optional<HttpResponse> RequestGuard::check(const HttpRequest& request) cons
                               std::string(host.value_or("")) + ")");
   }
 
-  if (options_.token && !is_public_path(request.path)) {
+  if (options_.token && access != Access::kPublic) {
     auto authorization = request.header("Authorization");
     std::string_view given;
     if (authorization && authorization->size() > 7 &&
-        iequals(authorization->substr(0, 7), "Bearer ")) {
+        equals_ignoring_case(authorization->substr(0, 7), "Bearer ")) {
       given = trim(authorization->substr(7));
     }
     if (!constant_time_equal(given, *options_.token)) {
@@ -96,6 +88,15 @@ std::optional<HttpResponse> RequestGuard::check(const HttpRequest& request) cons
     }
   }
   return std::nullopt;
+}
+
+std::optional<HttpResponse> screen_head(HttpRequest& head, const Router& router,
+                                        const RequestGuard& guard) {
+  auto target = parse_request_target(head.target);
+  if (!target) return error_response(target.error());
+  head.path = std::move(target->path);
+  head.query = std::move(target->query);
+  return guard.check(head, router.access(head.method, head.path));
 }
 
 }  // namespace readpast::server

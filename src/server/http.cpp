@@ -16,6 +16,11 @@ bool CaseInsensitiveLess::operator()(std::string_view a, std::string_view b) con
                                       [](char x, char y) { return lower(x) < lower(y); });
 }
 
+bool equals_ignoring_case(std::string_view a, std::string_view b) noexcept {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](char x, char y) { return lower(x) == lower(y); });
+}
+
 std::optional<std::string_view> HttpRequest::header(std::string_view name) const {
   auto it = headers.find(name);
   if (it == headers.end()) return std::nullopt;

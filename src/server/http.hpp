@@ -1,8 +1,7 @@
 // server/http.hpp — a request and a response as the routes see them, independent of the
-// HTTP library underneath (server/server.cpp adapts cpp-httplib to these).
+// HTTP library underneath (server/http_service.hpp fills them in).
 //
-// Thread-safety: plain values. An HttpRequest views the library's request: it is valid for
-// the duration of one call to a route.
+// Thread-safety: plain values.
 #pragma once
 
 #include <functional>
@@ -21,12 +20,18 @@ struct CaseInsensitiveLess {
   bool operator()(std::string_view a, std::string_view b) const noexcept;
 };
 
+// Equal but for the case of ASCII letters: header names, tokens such as "Bearer".
+bool equals_ignoring_case(std::string_view a, std::string_view b) noexcept;
+
 struct HttpRequest {
   std::string method;  // "GET", "POST", ... ("HEAD" is served as "GET")
-  std::string path;    // without the query string, percent-decoded
+  std::string target;  // the request line's target, as sent
+  // Decoded from `target` by parse_request_target (request_target.hpp), once, before the
+  // guard and the router look at the request.
+  std::string path;  // without the query string, percent-decoded, canonical
   std::map<std::string, std::string, std::less<>> query;  // the first value of each name
   std::map<std::string, std::string, CaseInsensitiveLess> headers;
-  std::string_view body;
+  std::string body;
   // Filled in by the router: the {name} segments of the route's pattern.
   std::map<std::string, std::string, std::less<>> params;
 

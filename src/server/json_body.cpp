@@ -8,9 +8,37 @@ Error field_error(std::string_view field, std::string_view what) {
   return Error::invalid_argument("'" + std::string(field) + "' " + std::string(what));
 }
 
+bool nests_deeper_than(std::string_view text, int limit) noexcept {
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
 Result<JsonBody> JsonBody::parse(std::string_view text) {
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     return JsonBody(nlohmann::json::object());
+  }
+  if (nests_deeper_than(text, kMaxJsonDepth)) {
+    return fail_with(Error::invalid_argument("the body nests arrays and objects deeper than " +
+                                             std::to_string(kMaxJsonDepth) + " levels"));
   }
   nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) return fail_with(Error::invalid_argument("the body is not valid JSON"));

@@ -17,9 +17,20 @@
 
 namespace readpast::server {
 
+// The deepest nesting of arrays and objects a body may have. Deeper is refused before the
+// parser builds anything, because serialising a value (a payload is stored as its JSON
+// text) recurses once per level: nothing may recurse on a depth the client chooses.
+inline constexpr int kMaxJsonDepth = 256;
+
+// Whether `text` nests arrays and objects deeper than `limit`, counted in one pass without
+// recursion (brackets inside strings do not count; text that is not JSON is left for the
+// parser to refuse).
+bool nests_deeper_than(std::string_view text, int limit) noexcept;
+
 class JsonBody {
  public:
-  // An empty body reads as {}. Anything but a JSON object is kInvalidArgument.
+  // An empty body reads as {}. Anything but a JSON object, or one nested deeper than
+  // kMaxJsonDepth, is kInvalidArgument.
   static Result<JsonBody> parse(std::string_view text);
   explicit JsonBody(nlohmann::json value) : value_(std::move(value)) {}
 

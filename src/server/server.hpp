@@ -1,14 +1,15 @@
 // server/server.hpp — `readpast serve`: the JSON API, /metrics, /healthz and the dashboard
-// over HTTP (cpp-httplib underneath).
+// over HTTP (http_service.hpp underneath: Boost.Beast, one I/O thread, a pool for routes).
 //
-// Every request goes through, in order: the RequestGuard (Host, token, cross-site checks;
-// guard.hpp), the cap on concurrent requests (503 "unavailable" beyond it), then the
-// router. Bodies over max_body_bytes get 413 before a route runs; a client that sends or
-// reads nothing for io_timeout is disconnected. A refused or malformed request changes
-// nothing.
+// Every request goes through, in order: the HTTP layer's limits (connections, header size
+// and count, the request deadline), the one decoding of its target (request_target.hpp),
+// the RequestGuard (Host, token, cross-site; guard.hpp) on the route the router matches,
+// the cap on concurrent requests (503 "unavailable" beyond it), the body limit (413), then
+// the route. A refused or malformed request changes nothing, and a request refused before
+// its body has its body left unread.
 //
 // Thread-safety: bind() and run() from one thread; stop() from any thread (e.g. a signal
-// watcher). Requests are served by a pool of threads that share the Queue (thread-safe).
+// watcher). Routes run on a pool of threads that share the Queue (thread-safe).
 #pragma once
 
 #include <cstddef>
@@ -18,6 +19,7 @@
 
 #include "readpast/options.hpp"
 #include "readpast/queue.hpp"
+#include "server/http_service.hpp"
 #include "server/listen_address.hpp"
 
 namespace readpast::server {
@@ -30,9 +32,8 @@ struct ServerOptions {
   // The bearer token every API request must carry; at least kMinTokenLength bytes.
   // Default: none (allowed on loopback only).
   std::optional<std::string> token;
-  std::size_t max_body_bytes = 32u << 20;          // Default: 32 MiB
-  Duration io_timeout = std::chrono::seconds(10);  // Default: 10s
-  int max_concurrent_requests = 32;                // Default: 32
+  // Sizes, counts and deadlines of requests and connections (see HttpLimits' defaults).
+  HttpLimits limits;
   // How often jobs finished per second are sampled, and how much history is kept.
   Duration sample_interval = std::chrono::seconds(2);      // Default: 2s
   Duration throughput_history = std::chrono::minutes(10);  // Default: 10 minutes
@@ -62,7 +63,7 @@ class Server {
   // "http://127.0.0.1:8080"
   std::string url() const;
 
-  // Serves until stop() is called. kUnavailable when the listening socket fails.
+  // Serves until stop() is called.
   Status run();
   // Stops accepting, finishes the requests in progress, and makes run() return.
   void stop();

@@ -21,9 +21,9 @@ class LimitsTest : public ServerTest {
  protected:
   server::ServerOptions options() const override {
     auto options = ServerTest::options();
-    options.max_body_bytes = 64 * 1024;
-    options.io_timeout = 300ms;
-    options.max_concurrent_requests = 2;
+    options.limits.max_body_bytes = 64 * 1024;
+    options.limits.request_timeout = 300ms;
+    options.limits.max_concurrent_requests = 2;
     return options;
   }
 

@@ -1,0 +1,57 @@
+// server/api_bodies.hpp — every JSON body the API accepts, read into the values the Queue
+// takes, before anything is changed. Pure functions: the routes (api_*.cpp) call them and
+// then act, and the fuzz target tests/fuzz/fuzz_api_bodies.cpp feeds each of them any bytes.
+// Every failure is kInvalidArgument naming the field (json_body.hpp).
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "readpast/job.hpp"
+#include "readpast/options.hpp"
+#include "server/json_body.hpp"
+
+namespace readpast::server {
+
+inline constexpr std::size_t kMaxBatch = 10000;
+inline constexpr Duration kDefaultLease = std::chrono::seconds(30);
+
+// POST /api/queues/Q/jobs: {"payload" | "payload_base64", "priority", "delay" | "run_at",
+// "max_attempts", "unique_key"}
+Result<NewJob> read_new_job(const JsonBody& body, const std::string& queue);
+// POST /api/queues/Q/jobs/batch: {"jobs": [1 to kMaxBatch of read_new_job's bodies]}
+Result<std::vector<NewJob>> read_job_batch(const JsonBody& body, const std::string& queue);
+// POST /api/queues/Q/lease: {"worker_id", "max_jobs", "lease"}
+Result<LeaseRequest> read_lease(const JsonBody& body, const std::string& queue);
+
+// The settling calls, each fenced by "lease_token".
+struct FailBody {
+  LeaseToken token;
+  std::string error;
+  FailOptions options;
+};
+struct ExtendBody {
+  LeaseToken token;
+  Duration lease = kDefaultLease;
+};
+struct ReleaseBody {
+  LeaseToken token;
+  Duration delay = Duration::zero();
+};
+Result<LeaseToken> read_complete(const JsonBody& body);  // {"lease_token"}
+Result<FailBody> read_fail(const JsonBody& body);        // + "error", "retry_after", "no_retry"
+Result<ExtendBody> read_extend(const JsonBody& body);    // + "lease"
+Result<ReleaseBody> read_release(const JsonBody& body);  // + "delay"
+
+// Bodies that must be {} (retry, cancel, pause, resume).
+Status read_empty(const JsonBody& body);
+// POST /api/jobs/retry and /cancel: {"ids": [at most 10000 positive integers]}
+Result<std::vector<JobId>> read_job_ids(const JsonBody& body);
+// POST /api/queues/Q/retry: {"state": "dead" (default) | "cancelled"}
+Result<JobState> read_retry_all(const JsonBody& body);
+// POST /api/queues/Q/purge: {"state", "older_than"}
+Result<PurgeRequest> read_purge(const JsonBody& body, const std::string& queue);
+
+}  // namespace readpast::server
