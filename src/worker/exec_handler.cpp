@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "worker/child_process.hpp"
+#include "worker/scrubbed_lines.hpp"
 #include "worker/tail_buffer.hpp"
 #include "worker/unique_fd.hpp"
 
@@ -72,20 +73,17 @@ int poll_timeout_ms(std::optional<Clock::time_point> deadline) {
   return static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, 60'000));
 }
 
-// One output pipe of the command: forwarded to a sink, optionally also kept in a tail.
+// One output pipe of the command, and where what is read from it goes.
 struct OutputStream {
   UniqueFd fd;
-  const OutputSink* sink;
-  TailBuffer* tail;  // may be null
+  OutputSink consume;
 
   // Reads what is there. Returns false once the stream has ended (and closes it).
   bool read_some(std::vector<char>& buffer) {
     for (;;) {
       ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
       if (n > 0) {
-        std::string_view bytes(buffer.data(), static_cast<std::size_t>(n));
-        (*sink)(bytes);
-        if (tail != nullptr) tail->append(bytes);
+        consume(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
         return true;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -160,9 +158,16 @@ JobResult ExecHandler::operator()(const Job& job, std::stop_token stop) const {
   if (!child) return JobResult::failure("cannot run command: " + child.error().message);
 
   UniqueFd stdin_fd = std::move(stdin_pipe->write_end);
+  // stdout passes through as it comes; stderr, a line at a time and scrubbed, goes to its
+  // sink and to the tail kept for last_error.
   TailBuffer tail(options_.stderr_tail_bytes);
-  OutputStream out{std::move(stdout_pipe->read_end), &options_.stdout_sink, nullptr};
-  OutputStream err{std::move(stderr_pipe->read_end), &options_.stderr_sink, &tail};
+  ScrubbedLines stderr_lines(options_.secrets, [this, &tail](std::string_view line) {
+    options_.stderr_sink(line);
+    tail.append(line);
+  });
+  OutputStream out{std::move(stdout_pipe->read_end), options_.stdout_sink};
+  OutputStream err{std::move(stderr_pipe->read_end),
+                   [&stderr_lines](std::string_view bytes) { stderr_lines.append(bytes); }};
   for (int fd : {stdin_fd.get(), out.fd.get(), err.fd.get()}) {
     if (auto ok = set_nonblocking(fd); !ok) {
       return JobResult::failure("cannot run command: " + ok.error().message);
@@ -247,6 +252,7 @@ JobResult ExecHandler::operator()(const Job& job, std::stop_token stop) const {
       (fds[i].fd == out.fd.get() ? out : err).read_some(buffer);
     }
   }
+  stderr_lines.finish();
 
   std::string tail_text = tail.text();
   if (stopping) return JobResult::failure(std::move(tail_text));
