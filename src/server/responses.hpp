@@ -4,7 +4,7 @@
 //   invalid_argument 400, not_found 404, lease_lost 409, conflict 409, unavailable 503,
 //   schema 503, internal 500.
 // The server adds its own codes: unauthorized 401, forbidden 403, method_not_allowed 405,
-// payload_too_large 413, unsupported_media_type 415, too_many_requests 429 (see
+// payload_too_large 413, unsupported_media_type 415, header_too_large 431 (see
 // docs/http.md).
 //
 // Thread-safety: pure functions.

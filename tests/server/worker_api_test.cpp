@@ -70,6 +70,17 @@ TEST_P(WorkerApiTest, AStaleTokenIsFencedOffOnEverySettlingCall) {
   EXPECT_EQ(post(path + "/complete", {{"lease_token", current}}).status, 200);
 }
 
+// docs/http.md: settling a job that does not exist is 409 lease_lost, as on every other
+// path (the library, SQL): no lease is held on it, whether it never existed or was purged.
+TEST_P(WorkerApiTest, SettlingAJobThatDoesNotExistIsLeaseLost) {
+  const std::string token = "9f0c7a6e2b1d4c3f8e5a6b7c8d9e0f1a";
+  for (const char* call : {"/complete", "/extend", "/release", "/fail"}) {
+    Reply r = post(std::string("/api/jobs/999999") + call, {{"lease_token", token}});
+    EXPECT_EQ(r.status, 409) << call << ": " << r.body;
+    EXPECT_EQ(r.code(), "lease_lost") << call;
+  }
+}
+
 TEST_P(WorkerApiTest, ExtendReleaseAndFailMoveTheJobAsTheLibraryDoes) {
   std::int64_t id = enqueue("q", {{"max_attempts", 2}});
   std::string path = "/api/jobs/" + std::to_string(id);
