@@ -168,7 +168,7 @@ int run_cli(int argc, char** argv) {
     }
     if (!status) {
       session.console().clear_status();
-      print_error(status.error().message);
+      print_error(session.secrets().scrub(status.error().message));
       return status.error().exit_code;
     }
     return kExitOk;

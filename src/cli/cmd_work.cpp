@@ -12,6 +12,7 @@
 #include "cli/logging.hpp"
 #include "cli/progress.hpp"
 #include "cli/session.hpp"
+#include "core/url.hpp"
 #include "core/validate.hpp"
 #include "readpast/worker.hpp"
 #include "worker/exec_handler.hpp"
@@ -43,6 +44,7 @@ struct WorkArgs {
   std::optional<std::string> retain_dead;
   bool no_schedules = false;
   bool no_progress = false;
+  bool pass_db_password = false;
 };
 
 // What the command line asks of the Worker and of the Queue it works on.
@@ -129,9 +131,26 @@ CliResult<WorkPlan> plan(const WorkArgs& args) {
   return plan;
 }
 
+// READPAST_DB for the commands, so that `readpast enqueue` inside one reaches the same
+// database: without its password unless asked (a command that prints its environment
+// would put it in its output and last_error); the command then needs PGPASSWORD or
+// ~/.pgpass, as any libpq client.
+CliResult<std::string> database_url_for_commands(const Session& session, bool pass_password) {
+  if (pass_password) return session.db_url();
+  std::string url = detail::url_without_password(session.db_url());
+  if (url.empty()) {
+    return fail_cli(
+        usage_error("the database URL holds nothing but a password, and commands do not get "
+                    "passwords: give --pass-db-password, or put the password in PGPASSWORD"));
+  }
+  return url;
+}
+
 CliStatus work(Session& session, const WorkArgs& args) {
   auto planned = plan(args);
   if (!planned) return fail_cli(planned.error());
+  auto commands_db = database_url_for_commands(session, args.pass_db_password);
+  if (!commands_db) return fail_cli(commands_db.error());
   session.use_worker_log_style();
 
   // Commands may exit without reading their stdin: writing to them must give EPIPE, not
@@ -150,10 +169,11 @@ CliStatus work(Session& session, const WorkArgs& args) {
   Console& console = session.console();
   worker::ExecOptions exec;
   exec.command = args.command;
-  // So that `readpast enqueue` inside the command reaches the same database.
-  exec.extra_env.push_back("READPAST_DB=" + session.db_url());
+  // Replaces an inherited READPAST_DB too, which may hold the password.
+  exec.extra_env.push_back("READPAST_DB=" + *commands_db);
   exec.stdout_sink = [&console](std::string_view bytes) { console.write_stdout(bytes); };
-  exec.stderr_sink = [&console](std::string_view bytes) { console.write_stderr(bytes); };
+  exec.stderr_sink = [&console](std::string_view line) { console.write_stderr(line); };
+  exec.secrets = session.secrets();
 
   WorkerOptions worker_options = std::move(planned->worker);
   worker_options.logger = session.library_logger();
@@ -195,9 +215,12 @@ Command add_work_command(CLI::App& parent) {
       parent, "work", "Run the jobs of a queue as shell commands",
       "Run the jobs of QUEUE: each one as '/bin/sh -c CMD', with the payload on its stdin "
       "(never on its command line) and READPAST_JOB_ID, READPAST_QUEUE, READPAST_ATTEMPT "
-      "(from 1), READPAST_LEASE_TOKEN and READPAST_DB in its environment. Exit 0 completes "
-      "the job; another exit status, death by a signal or --timeout fails it, with the last "
-      "4 KiB of its stderr as last_error; a failed job is retried with backoff until its "
+      "(from 1), READPAST_LEASE_TOKEN and READPAST_DB (without its password unless "
+      "--pass-db-password is given) in its environment. Its stderr is shown a line at a "
+      "time, with the known secrets (the database password, PGPASSWORD, "
+      "READPAST_TOKEN) replaced by [redacted]. Exit 0 completes the job; another exit "
+      "status, death by a signal or --timeout fails it, with the last 4 KiB of its stderr "
+      "as last_error; a failed job is retried with backoff until its "
       "attempts are spent, then it is dead. Leases are extended while commands run; a job "
       "cancelled meanwhile has its command killed. SIGTERM/SIGINT: stop leasing, let "
       "running commands finish within --grace, then kill them and release their jobs (no "
@@ -248,6 +271,9 @@ Command add_work_command(CLI::App& parent) {
                 "Do not enqueue the ticks of periodic schedules in this worker");
   app->add_flag("--no-progress", args->no_progress,
                 "No live progress line (shown only when stderr is a terminal)");
+  app->add_flag("--pass-db-password", args->pass_db_password,
+                "Leave the database password in the commands' READPAST_DB (default: it is "
+                "taken out; a command that needs it uses PGPASSWORD or ~/.pgpass)");
   return {app, [args](Session& session) { return work(session, *args); }};
 }
 

@@ -14,18 +14,26 @@ namespace {
 
 class ConsoleSink final : public spdlog::sinks::base_sink<std::mutex> {
  public:
-  explicit ConsoleSink(Console& console) : console_(console) {}
+  ConsoleSink(Console& console, detail::SecretScrubber secrets)
+      : console_(console), secrets_(std::move(secrets)) {}
 
  protected:
   void sink_it_(const spdlog::details::log_msg& message) override {
+    // The message is scrubbed before it is formatted: JSON would quote a secret that holds
+    // a '"' or a '\' differently.
+    const std::string scrubbed =
+        secrets_.scrub(std::string_view(message.payload.data(), message.payload.size()));
+    spdlog::details::log_msg clean = message;
+    clean.payload = scrubbed;
     spdlog::memory_buf_t formatted;
-    formatter_->format(message, formatted);
+    formatter_->format(clean, formatted);
     console_.write_stderr(std::string_view(formatted.data(), formatted.size()));
   }
   void flush_() override {}
 
  private:
   Console& console_;
+  const detail::SecretScrubber secrets_;
 };
 
 std::string_view level_name(spdlog::level::level_enum level) {
@@ -92,9 +100,10 @@ LogLevel lowest_level_shown(int verbosity) {
   return verbosity > 0 ? LogLevel::kDebug : verbosity < 0 ? LogLevel::kWarn : LogLevel::kInfo;
 }
 
-std::shared_ptr<spdlog::logger> make_logger(Console& console, LogStyle style, int verbosity) {
-  auto logger =
-      std::make_shared<spdlog::logger>("readpast", std::make_shared<ConsoleSink>(console));
+std::shared_ptr<spdlog::logger> make_logger(Console& console, LogStyle style, int verbosity,
+                                            detail::SecretScrubber secrets) {
+  auto logger = std::make_shared<spdlog::logger>(
+      "readpast", std::make_shared<ConsoleSink>(console, std::move(secrets)));
   if (style == LogStyle::kJson) {
     logger->set_formatter(std::make_unique<JsonFormatter>());
   } else {
@@ -104,12 +113,16 @@ std::shared_ptr<spdlog::logger> make_logger(Console& console, LogStyle style, in
   return logger;
 }
 
-Logger library_logger(std::shared_ptr<spdlog::logger> logger, LogStyle style, Console& console) {
+Logger library_logger(std::shared_ptr<spdlog::logger> logger, LogStyle style, Console& console,
+                      detail::SecretScrubber secrets) {
   if (style == LogStyle::kJson) {
-    return [logger = std::move(logger), &console](const LogRecord& record) {
+    return [logger = std::move(logger), &console,
+            secrets = std::move(secrets)](const LogRecord& record) {
       if (!logger->should_log(spdlog_level(record.level))) return;
+      auto fields = record.fields;
+      for (auto& field : fields) field.second = secrets.scrub(field.second);
       console.write_stderr(json_line(std::chrono::system_clock::now(), to_string(record.level),
-                                     record.message, record.fields));
+                                     secrets.scrub(record.message), fields));
     };
   }
   return [logger = std::move(logger)](const LogRecord& record) {

@@ -15,6 +15,7 @@
 #include "cli/cli_error.hpp"
 #include "cli/console.hpp"
 #include "cli/logging.hpp"
+#include "core/secret_scrubber.hpp"
 #include "readpast/queue.hpp"
 
 namespace CLI {
@@ -48,6 +49,13 @@ class Session {
   spdlog::logger& log() noexcept { return *logger_; }
   // Switches the log lines to the worker's timestamped form.
   void use_worker_log_style();
+  // The secrets scrubbed from every log line and from the last line of a failure: the
+  // database password (of the URL, and PGPASSWORD) and the HTTP API token
+  // (READPAST_TOKEN).
+  const detail::SecretScrubber& secrets() const noexcept { return secrets_; }
+  // Adds a secret (a token given on the command line). REQUIRES: no library_logger()
+  // handed out yet; log() is replaced.
+  void add_secret(std::string_view secret);
 
   // Opens the database with the logger and payload limit filled in. A missing database
   // file or schema is a failure (exit 1) that says to run `readpast init`.
@@ -60,6 +68,7 @@ class Session {
   std::size_t max_payload_bytes_;
   int verbosity_;
   LogStyle style_;
+  detail::SecretScrubber secrets_;
   Console console_;
   std::shared_ptr<spdlog::logger> logger_;
 };

@@ -100,5 +100,42 @@ TEST(CliPostgresTest, AnIdleWorkerProcessStartsAJobEnqueuedElsewhereWithin100ms)
   EXPECT_LT(latencies_ms[2], 100.0);
 }
 
+// Issue 17: commands got READPAST_DB with the database password in it, and one that
+// printed it put the password into last_error and the worker's log.
+TEST(CliPostgresTest, CommandsGetTheDatabaseUrlWithoutItsPasswordUnlessAsked) {
+  TempDir dir;
+  const std::string password = "pgS3cretPW";
+  const std::string plain = PostgresServer::shared().fresh_database_url();  // no password
+  // The server trusts this user: the password is carried, never checked.
+  const std::string url = "postgresql://postgres:" + password + "@" +
+                          plain.substr(plain.find('@') + 1) + "?connect_timeout=5";
+  const std::string without = plain + "?connect_timeout=5";
+  ASSERT_EQ(run_readpast(dir.path(), {"--db", url, "init"}).exit_code, 0);
+  // One job per run; the command shows what it got and fails.
+  auto run = [&](std::vector<std::string> args, RunOptions options, bool pass_password = false) {
+    auto enqueued =
+        run_readpast(dir.path(), {"--db", url, "enqueue", "q", "x", "--max-attempts", "1"});
+    EXPECT_EQ(enqueued.exit_code, 0) << enqueued.err;
+    const std::string id = enqueued.out.substr(0, enqueued.out.find('\n'));
+    const std::string seen = dir.file("db." + id);
+    args.insert(args.end(), {"work", "q", "--drain", "--exec",
+                             "printenv READPAST_DB | tee " + seen + " >&2; exit 1"});
+    if (pass_password) args.push_back("--pass-db-password");
+    auto worked = run_readpast(dir.path(), args, options);
+    EXPECT_EQ(worked.exit_code, 0) << worked.err;
+    EXPECT_EQ(worked.err.find(password), std::string::npos) << worked.err;
+    auto shown = run_readpast(dir.path(), {"--db", url, "show", id, "--json"});
+    EXPECT_EQ(shown.exit_code, 0) << shown.err;
+    const std::string last_error = nlohmann::json::parse(shown.out)["last_error"];
+    EXPECT_EQ(last_error.find(password), std::string::npos) << last_error;
+    return read_file(seen);
+  };
+  EXPECT_EQ(run({"--db", url}, {}), without + "\n");
+  // An inherited READPAST_DB is replaced too.
+  EXPECT_EQ(run({}, environment({"READPAST_DB=" + url})), without + "\n");
+  // Asked for, the password reaches the command, and is still scrubbed from what it prints.
+  EXPECT_EQ(run({"--db", url}, {}, /*pass_password=*/true), url + "\n");
+}
+
 }  // namespace
 }  // namespace readpast::test

@@ -240,5 +240,37 @@ TEST_F(CliTest, BackgroundProcessesDoNotOutliveASucceededJob) {
   EXPECT_TRUE(wait_until_process_gone(std::stoi(read_file(path("straggler")))));
 }
 
+// Issue 17: a command's stderr reached last_error and the worker's log with the
+// secrets in it. PGPASSWORD is the database password too; READPAST_TOKEN is serve's.
+TEST_F(CliTest, KnownSecretsAreScrubbedFromLastErrorAndTheLog) {
+  const std::string password = "pgS3cretPW";
+  const std::string token = "tok-0123456789abcdef";
+  const RunOptions secrets = environment({"PGPASSWORD=" + password, "READPAST_TOKEN=" + token});
+  const std::string command = "echo \"pw=$PGPASSWORD token=$READPAST_TOKEN\" >&2; exit 1";
+  for (const char* format : {"text", "json"}) {
+    auto id = enqueue("q", "x", {"--max-attempts", "1"});
+    auto r = rp({"--log-format", format, "work", "q", "--drain", "--exec", command}, secrets);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(show(id)["last_error"], "exit status 1: pw=[redacted] token=[redacted]");
+    EXPECT_EQ(r.err.find(password), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(token), std::string::npos) << r.err;
+    // The command's own line, and the log line of its failure.
+    EXPECT_NE(r.err.find("pw=[redacted] token=[redacted]\n"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("failed and is dead (no retry): exit status 1: pw=[redacted]"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
+// Commands do not get the password, and there is no URL without it to give them.
+TEST_F(CliTest, AUrlOfNothingButAPasswordNeedsPassDbPassword) {
+  auto r =
+      run_readpast(dir_.path(), {"--db", "password=pgS3cretPW", "work", "q", "--exec", "true"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(is_one_line_reason(r.err));
+  EXPECT_NE(r.err.find("--pass-db-password"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("pgS3cretPW"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace readpast::test
