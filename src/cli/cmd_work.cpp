@@ -146,6 +146,16 @@ CliResult<std::string> database_url_for_commands(const Session& session, bool pa
   return url;
 }
 
+// A piece of a command's stderr (a line, or a piece of a long one) for the worker's
+// stderr: escaped like any text from outside, so that it cannot rewrite the screen.
+std::string terminal_safe(std::string_view piece) {
+  const bool ends_line = piece.ends_with('\n');
+  if (ends_line) piece.remove_suffix(1);
+  std::string text = escape_for_terminal(piece);
+  if (ends_line) text += '\n';
+  return text;
+}
+
 CliStatus work(Session& session, const WorkArgs& args) {
   auto planned = plan(args);
   if (!planned) return fail_cli(planned.error());
@@ -172,7 +182,9 @@ CliStatus work(Session& session, const WorkArgs& args) {
   // Replaces an inherited READPAST_DB too, which may hold the password.
   exec.extra_env.push_back("READPAST_DB=" + *commands_db);
   exec.stdout_sink = [&console](std::string_view bytes) { console.write_stdout(bytes); };
-  exec.stderr_sink = [&console](std::string_view line) { console.write_stderr(line); };
+  exec.stderr_sink = [&console](std::string_view line) {
+    console.write_stderr(terminal_safe(line));
+  };
   exec.secrets = session.secrets();
 
   WorkerOptions worker_options = std::move(planned->worker);
@@ -217,7 +229,7 @@ Command add_work_command(CLI::App& parent) {
       "(never on its command line) and READPAST_JOB_ID, READPAST_QUEUE, READPAST_ATTEMPT "
       "(from 1), READPAST_LEASE_TOKEN and READPAST_DB (without its password unless "
       "--pass-db-password is given) in its environment. Its stderr is shown a line at a "
-      "time, with the known secrets (the database password, PGPASSWORD, "
+      "time, escaped, with the known secrets (the database password, PGPASSWORD, "
       "READPAST_TOKEN) replaced by [redacted]. Exit 0 completes the job; another exit "
       "status, death by a signal or --timeout fails it, with the last 4 KiB of its stderr "
       "as last_error; a failed job is retried with backoff until its "

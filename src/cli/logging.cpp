@@ -7,6 +7,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "cli/job_text.hpp"
 #include "readpast/time.hpp"
 
 namespace readpast::cli {
@@ -125,8 +126,11 @@ Logger library_logger(std::shared_ptr<spdlog::logger> logger, LogStyle style, Co
                                      secrets.scrub(record.message), fields));
     };
   }
-  return [logger = std::move(logger)](const LogRecord& record) {
-    logger->log(spdlog_level(record.level), "{}", record.message);
+  // Scrubbed before it is escaped, which would change a secret with a '\' in it (the sink
+  // then scrubs the escaped text again).
+  return [logger = std::move(logger), secrets = std::move(secrets)](const LogRecord& record) {
+    logger->log(spdlog_level(record.level), "{}",
+                escape_for_terminal(secrets.scrub(record.message)));
   };
 }
 

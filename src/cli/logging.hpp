@@ -1,6 +1,7 @@
 // cli/logging.hpp — where log lines go: spdlog, through the Console, to stderr. The
 // library never prints; it gets a readpast::Logger that forwards here. Every line has the
-// process's known secrets scrubbed out.
+// process's known secrets scrubbed out, and the library's messages (which carry a job's
+// error: a command's stderr) are escaped for the terminal like any text from outside.
 //
 // Thread-safety: the loggers returned are thread-safe (spdlog's mutex sink over a
 // thread-safe Console).

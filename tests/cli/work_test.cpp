@@ -272,5 +272,24 @@ TEST_F(CliTest, AUrlOfNothingButAPasswordNeedsPassDbPassword) {
   EXPECT_EQ(r.err.find("pgS3cretPW"), std::string::npos) << r.err;
 }
 
+// Issue 17: a command's stderr reached the worker's log with its escape sequences raw;
+// they are shown escaped, as `list` and `show` show the text of a job.
+TEST_F(CliTest, CommandStderrIsEscapedForTheTerminal) {
+  auto id = enqueue("q", "x", {"--max-attempts", "1"});
+  auto r = drain("q", "printf 'a \\033]0;pwned\\007 b \\033[2J\\tc\\r\\n' >&2; exit 1");
+  for (char control : {'\x1b', '\x07', '\r', '\t'}) {
+    EXPECT_EQ(r.err.find(control), std::string::npos)
+        << "control character " << int{control} << " in: " << r.err;
+  }
+  const std::string escaped = "a \\x1b]0;pwned\\x07 b \\x1b[2J\\tc";
+  EXPECT_NE(r.err.find(escaped + "\\r\n"), std::string::npos) << r.err;  // the command's line
+  // The log line of its failure (last_error has no trailing whitespace).
+  EXPECT_NE(r.err.find("failed and is dead (no retry): exit status 1: " + escaped + "\n"),
+            std::string::npos)
+      << r.err;
+  // What is stored is what the command wrote (bar the trailing whitespace).
+  EXPECT_EQ(show(id)["last_error"], "exit status 1: a \x1b]0;pwned\x07 b \x1b[2J\tc");
+}
+
 }  // namespace
 }  // namespace readpast::test
