@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/percent_decode.hpp"
+
 namespace readpast::detail {
 namespace {
 
@@ -230,28 +232,6 @@ std::string unquote(std::string_view value) {
   return out;
 }
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// "%41" → "A"; a '%' not followed by two hex digits stays as it is.
-std::string percent_decode(std::string_view text) {
-  std::string out;
-  for (std::size_t k = 0; k < text.size(); ++k) {
-    if (text[k] == '%' && k + 2 < text.size() && hex_digit(text[k + 1]) >= 0 &&
-        hex_digit(text[k + 2]) >= 0) {
-      out += static_cast<char>(hex_digit(text[k + 1]) * 16 + hex_digit(text[k + 2]));
-      k += 2;
-    } else {
-      out += text[k];
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string redact_url(std::string_view url) {
@@ -277,7 +257,7 @@ std::vector<std::string> url_passwords(std::string_view url) {
     const std::string written =
         unquote(url.substr(span.value.begin, span.value.end - span.value.begin));
     // libpq decodes %XX in a URI's user info and query; a keyword value may be either.
-    add(percent_decode(written));
+    if (auto decoded = percent_decode(written)) add(std::move(*decoded));
     add(written);
   }
   return found;

@@ -224,6 +224,8 @@ TEST(UrlPasswords, AreFoundAsWrittenAndAsLibpqReadsThem) {
             std::vector<std::string>{"pa@ss:SECRET"});
   EXPECT_EQ(url_passwords("postgresql://u:p%40ss%2Fw@h/db"),
             (std::vector<std::string>{"p@ss/w", "p%40ss%2Fw"}));
+  // libpq refuses a malformed escape; what is written is all there is.
+  EXPECT_EQ(url_passwords("postgresql://u:50%off@h/db"), std::vector<std::string>{"50%off"});
   EXPECT_EQ(url_passwords("postgresql://h/db?sslmode=require&password=x%41y&a=1"),
             (std::vector<std::string>{"xAy", "x%41y"}));
   // libpq reads password='sec \' ret \\ x' as: sec ' ret \ x
