@@ -22,6 +22,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
+Job test_job() {
+  Job job;
+  job.id = 1;
+  job.queue = "q";
+  job.attempts = 1;
+  return job;
+}
+
 TEST(ExecHandlerTest, StopsItsCommandWhenAsked) {
   ExecOptions exec;
   exec.command = "cat > /dev/null; sleep 30";
@@ -29,10 +37,7 @@ TEST(ExecHandlerTest, StopsItsCommandWhenAsked) {
   std::string seen_stderr;
   exec.stderr_sink = [&](std::string_view bytes) { seen_stderr.append(bytes); };
   ExecHandler handler(exec);
-  Job job;
-  job.id = 1;
-  job.queue = "q";
-  job.attempts = 1;
+  Job job = test_job();
   job.payload = std::string(1 << 20, 'p');
   std::stop_source stop;
   std::thread stopper([&] {
@@ -52,22 +57,11 @@ TEST(ExecHandlerTest, SurvivesACommandThatDoesNotReadItsStdin) {
   exec.command = "exec 0<&-; echo closed stdin >&2; exit 0";
   exec.stderr_sink = [](std::string_view) {};
   ExecHandler handler(exec);
-  Job job;
-  job.id = 1;
-  job.queue = "q";
-  job.attempts = 1;
+  Job job = test_job();
   job.payload = std::string(8 << 20, 'p');
   std::stop_source stop;
   auto outcome = handler(job, stop.get_token());
   EXPECT_EQ(outcome.kind(), JobResult::Kind::kSuccess) << outcome.error();
-}
-
-Job test_job() {
-  Job job;
-  job.id = 1;
-  job.queue = "q";
-  job.attempts = 1;
-  return job;
 }
 
 // Issue 17: a command that prints its environment put the database password into
