@@ -121,25 +121,31 @@ std::optional<TextSpan> uri_password_span(std::string_view text) {
   if (text.substr(i, 3) != "://") return std::nullopt;
   i += 3;
   // The authority runs to the first '/'. libpq's user info ends at its first '@' and its
-  // user name at the first ':' (a '?' or '#' may be part of either); a password with a
-  // raw '@' is thus misread, and the first '@' would leave the rest of it in view. The
-  // last '@' of the authority is taken instead, so that no part of a password is shown.
+  // user name at the first ':' (a '?' or '#' may be part of either), so a raw '@' in a
+  // password or a user name ("admin@server", as some hosted services name users) is
+  // misread, and the first '@' would leave the rest of the password in view. The user
+  // info is taken to run to the last '@' of the authority instead, so that no part of a
+  // password is shown.
   const std::size_t slash = std::min(text.find('/', i), text.size());
-  const std::size_t colon = text.find_first_of(":@", i);
-  if (colon >= slash || text[colon] != ':') return std::nullopt;
-  const std::size_t at = text.rfind('@', slash - 1);
-  if (at != std::string_view::npos && at > colon) return TextSpan{colon + 1, at};
+  const std::string_view authority = text.substr(i, slash - i);
+  if (const std::size_t at = authority.rfind('@'); at != std::string_view::npos) {
+    const std::size_t colon = authority.substr(0, at).find(':');
+    if (colon == std::string_view::npos) return std::nullopt;
+    return TextSpan{i + colon + 1, i + at};
+  }
   // No '@' before the first '/': either "host:port/..." or a password with a raw '/' in
   // it, which libpq reads as a port (and which a "bad port" message would echo). What
   // follows the ':' is a password when it is no port (a list of hosts has a ',') and an
   // '@' comes later.
-  const std::string_view after_colon = text.substr(colon + 1, slash - colon - 1);
+  const std::size_t colon = authority.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  const std::string_view after_colon = authority.substr(colon + 1);
   if (is_port_number(after_colon) || after_colon.find(',') != std::string_view::npos) {
     return std::nullopt;
   }
   const std::size_t late_at = text.rfind('@');
   if (late_at == std::string_view::npos || late_at < slash) return std::nullopt;
-  return TextSpan{colon + 1, late_at};
+  return TextSpan{i + colon + 1, late_at};
 }
 
 namespace {

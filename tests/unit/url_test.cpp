@@ -191,13 +191,17 @@ TEST(RedactUrl, APasswordRunsToTheLastAtOfTheAuthority) {
   EXPECT_EQ(redact_url("sqlite://u:SECRET@/path"), "sqlite://u:***@/path");
   EXPECT_EQ(redact_url("mariadb://u:pa@ss:SECRET@h/db"), "mariadb://u:***@h/db");
   EXPECT_EQ(redact_url("mysql://u:SECRET@h"), "mysql://u:***@h");
+  // A user name with a raw '@' (hosted services name users "admin@server").
+  EXPECT_EQ(redact_url("postgresql://admin@server:SECRET@server.example.com/db"),
+            "postgresql://admin@server:***@server.example.com/db");
   // libpq takes '?' and '#' into a password; a raw '/' makes it read a port instead,
   // which a "bad port" message would echo.
   EXPECT_EQ(redact_url("postgresql://u:pa?ss#SECRET@host/db"), "postgresql://u:***@host/db");
   EXPECT_EQ(redact_url("postgresql://u:pa/SECRET@host/db"), "postgresql://u:***@host/db");
   for (std::string_view text : {"postgresql://u:pa@ss:SECRET@host/db",
                                 "mysql://u:pa@ss:SECRET@h/db", "mariadb://u:pa@ss:SECRET@h/db",
-                                "sqlite://u:SECRET@/path", "postgresql://u:pa/SECRET@host/db"}) {
+                                "sqlite://u:SECRET@/path", "postgresql://u:pa/SECRET@host/db",
+                                "postgresql://admin@server:SECRET@server.example.com/db"}) {
     auto parsed = parse_database_url(text);
     const std::string& shown = parsed ? parsed->redacted : parsed.error().message;
     EXPECT_EQ(shown.find("SECRET"), std::string::npos) << text << " -> " << shown;
