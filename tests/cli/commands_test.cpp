@@ -362,5 +362,17 @@ TEST_F(CliTest, CancelRetryAndPurge) {
   EXPECT_EQ(stats("q")["available"], 1);
 }
 
+// Issue 17: the last line of a failure has the known secrets scrubbed out, like a log
+// line (PGPASSWORD is the database password too).
+TEST_F(CliTest, TheReasonOfAFailureIsScrubbedToo) {
+  const std::string missing = "sqlite:" + path("pgS3cretPW") + "/jobs.db";
+  auto r =
+      run_readpast(dir_.path(), {"--db", missing, "stats"}, environment({"PGPASSWORD=pgS3cretPW"}));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(is_one_line_reason(r.err));
+  EXPECT_EQ(r.err.find("pgS3cretPW"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/[redacted]/jobs.db"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace readpast::test
