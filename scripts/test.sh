@@ -5,9 +5,9 @@
 #               in their short form, scripts/reliability.sh --long runs the soak; the HTTP
 #               server's API and browser tests too)
 #   2. asan:    AddressSanitizer + UndefinedBehaviorSanitizer, every test but the fault tests
-#               and the HTTP server's API and browser tests
-#   3. tsan:    ThreadSanitizer, the tests of the worker runtime and the command line
-#               (on SQLite: the worker's threads are the same on every engine)
+#               and the browser tests (the HTTP server's API and attack tests included)
+#   3. tsan:    ThreadSanitizer, the tests of the worker runtime, the command line and the
+#               HTTP server (on SQLite: their threads are the same on every engine)
 #   4. fuzz:    the libFuzzer targets of tests/fuzz (clang, parsers only), a short run each
 # Set READPAST_TEST_CONFIGS="strict" (space-separated) to run fewer. Run as root (the
 # network fault tests need a network namespace, the disk-full test a tmpfs).
@@ -95,8 +95,8 @@ for config in $configs; do
     strict) run_config strict "" "" "" "$unity" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG" -DREADPAST_BUILD_BENCH=ON ;;
     # The fault tests (label chaos) run in strict only: under ASan they take minutes the CI
     # budget does not have (scripts/reliability.sh runs them on demand).
-    asan)   run_config asan "" "chaos" "" "$unity" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-g1 -O1" -DREADPAST_SANITIZE=address,undefined -DREADPAST_BUILD_SERVER_TESTS=OFF ;;
-    tsan)   run_config tsan "cli|worker" "postgres|chaos" "readpast_cli readpast_cli_tests readpast_worker_tests" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DREADPAST_SANITIZE=thread ;;
+    asan)   run_config asan "" "chaos|browser" "" "$unity" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-g1 -O1" -DREADPAST_SANITIZE=address,undefined ;;
+    tsan)   run_config tsan "cli|worker|server" "postgres|chaos|browser" "readpast_cli readpast_cli_tests readpast_worker_tests readpast_server_tests readpast_serve_command_tests" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DREADPAST_SANITIZE=thread ;;
     fuzz)   run_fuzz_config ;;
     *) echo "unknown configuration '$config' (strict, asan, tsan, fuzz)" >&2; exit 2 ;;
   esac

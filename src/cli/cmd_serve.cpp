@@ -62,9 +62,13 @@ CliStatus serve(Session& session, const ServeArgs& args) {
   ShutdownSignals signals;
   if (auto ok = signals.status(); !ok) return fail_cli(failure(ok.error()));
 
+  // A token given with --token is as secret as READPAST_TOKEN: scrubbed from the log and
+  // from the errors that workers store through the API.
+  if (options->token) session.add_secret(*options->token);
   auto queue = session.open();
   if (!queue) return fail_cli(queue.error());
   options->logger = session.library_logger();
+  options->secrets = session.secrets();
   auto server = server::Server::bind(*queue, std::move(*options));
   if (!server) return fail_cli(failure(server.error()));
   session.log().info("database {}", session.printable_db_url());

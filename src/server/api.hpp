@@ -8,6 +8,7 @@
 // Throughput, so they may run on many threads at once.
 #pragma once
 
+#include "core/secret_scrubber.hpp"
 #include "readpast/queue.hpp"
 #include "server/router.hpp"
 #include "server/throughput.hpp"
@@ -15,7 +16,8 @@
 namespace readpast::server {
 
 // REQUIRES for all three: `queue` (and `throughput`) outlive the router.
-void add_worker_routes(Router& router, Queue& queue);
+// `secrets` are scrubbed from the error a failing worker stores.
+void add_worker_routes(Router& router, Queue& queue, const detail::SecretScrubber& secrets);
 void add_job_routes(Router& router, Queue& queue);
 void add_queue_routes(Router& router, Queue& queue, const Throughput& throughput);
 

@@ -77,11 +77,12 @@ Result<HttpResponse> complete(Queue& queue, const HttpRequest& request) {
   return json_response(200, {{"id", id}, {"state", "succeeded"}});
 }
 
-Result<HttpResponse> fail(Queue& queue, const HttpRequest& request) {
+Result<HttpResponse> fail(Queue& queue, const detail::SecretScrubber& secrets,
+                          const HttpRequest& request) {
   auto call = settling(request, read_fail);
   if (!call) return fail_with(call.error());
   const auto& [id, body] = *call;
-  auto outcome = queue.fail(id, body.token, body.error, body.options);
+  auto outcome = queue.fail(id, body.token, secrets.scrub(body.error), body.options);
   if (!outcome) return fail_with(outcome.error());
   return json_response(
       200, {{"id", id}, {"state", *outcome == FailOutcome::kDead ? "dead" : "available"}});
@@ -105,7 +106,7 @@ Result<HttpResponse> release(Queue& queue, const HttpRequest& request) {
 
 }  // namespace
 
-void add_worker_routes(Router& router, Queue& queue) {
+void add_worker_routes(Router& router, Queue& queue, const detail::SecretScrubber& secrets) {
   auto bind = [&queue](Result<HttpResponse> (*handler)(Queue&, const HttpRequest&)) {
     return api_route([&queue, handler](const HttpRequest& r) { return handler(queue, r); });
   };
@@ -113,7 +114,9 @@ void add_worker_routes(Router& router, Queue& queue) {
   router.add("POST", "/api/queues/{queue}/jobs/batch", bind(enqueue_batch));
   router.add("POST", "/api/queues/{queue}/lease", bind(lease));
   router.add("POST", "/api/jobs/{id}/complete", bind(complete));
-  router.add("POST", "/api/jobs/{id}/fail", bind(fail));
+  router.add("POST", "/api/jobs/{id}/fail", api_route([&queue, &secrets](const HttpRequest& r) {
+               return fail(queue, secrets, r);
+             }));
   router.add("POST", "/api/jobs/{id}/extend", bind(extend));
   router.add("POST", "/api/jobs/{id}/release", bind(release));
 }

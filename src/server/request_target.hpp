@@ -14,7 +14,6 @@
 
 #include <functional>
 #include <map>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -28,8 +27,5 @@ struct RequestTarget {
 };
 
 Result<RequestTarget> parse_request_target(std::string_view target);
-
-// "%41b+c" → "Ab c" (a '+' is a space only in a query); nullopt for a malformed escape.
-std::optional<std::string> percent_decode(std::string_view text, bool plus_is_space);
 
 }  // namespace readpast::server

@@ -120,12 +120,13 @@ Server::~Server() {
 
 Result<std::unique_ptr<Server>> Server::bind(Queue& queue, ServerOptions options) {
   if (auto ok = validate(options); !ok) return fail_with(ok.error());
+  if (options.token) options.secrets.add(*options.token);
   auto impl = std::make_unique<Impl>(queue, std::move(options));
   Impl& s = *impl;
 
   s.router.add("GET", "/healthz", [&s](const HttpRequest&) { return s.healthz(); });
   s.router.add("GET", "/metrics", [&s](const HttpRequest&) { return s.metrics(); });
-  add_worker_routes(s.router, queue);
+  add_worker_routes(s.router, queue, s.options.secrets);
   add_job_routes(s.router, queue);
   add_queue_routes(s.router, queue, s.throughput);
   add_dashboard_routes(s.router);

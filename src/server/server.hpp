@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 
+#include "core/secret_scrubber.hpp"
 #include "readpast/options.hpp"
 #include "readpast/queue.hpp"
 #include "server/http_service.hpp"
@@ -39,6 +40,10 @@ struct ServerOptions {
   Duration throughput_history = std::chrono::minutes(10);  // Default: 10 minutes
   // Where the server logs (start, 5xx responses, requests at debug level). Default: nowhere.
   Logger logger;
+  // Secrets this process knows (the token, the database password): scrubbed from the error
+  // text a client stores with POST /api/jobs/ID/fail, which the dashboard and every reader
+  // of the job would show. The token is added by bind().
+  detail::SecretScrubber secrets;
 };
 
 // kInvalidArgument when the options cannot be served safely or at all: a non-loopback

@@ -389,6 +389,29 @@ TEST_P(HostileClientsTest, HealthzFailsWhenTheJobsCannotBeRead) {
   EXPECT_EQ(r->status, 503) << r->body;
 }
 
+TEST_P(HostileClientsTest, TheTokenIsScrubbedFromTheErrorAWorkerStores) {
+  serve();
+  auto enqueued = raw_exchange(port_, request("POST", "/api/queues/q/jobs", true, "{}"), 5s);
+  ASSERT_TRUE(enqueued);
+  ASSERT_EQ(enqueued->status, 201);
+  auto leased = raw_exchange(
+      port_, request("POST", "/api/queues/q/lease", true, R"({"worker_id": "w"})"), 5s);
+  ASSERT_TRUE(leased);
+  const std::regex fields("\"id\":([0-9]+).*\"lease_token\":\"([0-9a-f]{32})\"");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(leased->body, match, fields)) << leased->body;
+  const std::string id = match[1].str();
+  const std::string body = R"({"lease_token": ")" + match[2].str() +
+                           R"(", "error": "env dump: READPAST_TOKEN=)" + std::string(kToken) +
+                           R"(", "no_retry": true})";
+  auto failed = raw_exchange(port_, request("POST", "/api/jobs/" + id + "/fail", true, body), 5s);
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->status, 200) << failed->body;
+  auto job = Queue::open(url_)->get(std::stoll(id));
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->last_error.value_or(""), "env dump: READPAST_TOKEN=[redacted]");
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, HostileClientsTest, ::testing::ValuesIn(engine_names()),
                          [](const ::testing::TestParamInfo<std::string>& engine) {
                            return engine.param;
