@@ -45,7 +45,7 @@ class LeaseToken {
 inline constexpr int kDefaultPriority = 100;
 inline constexpr int kDefaultMaxAttempts = 25;
 
-// Every column of DESIGN.md, as stored.
+// Every column of docs/design.md ("The job"; types in docs/schema.md), as stored.
 struct Job {
   JobId id = 0;
   std::string queue;

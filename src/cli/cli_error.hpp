@@ -1,10 +1,10 @@
 // cli/cli_error.hpp — how a command ends: its exit code and its one-line reason.
 //
-// Exit codes (a contract, see DESIGN.md): 0 success; 2 a malformed command line, found
-// before anything touches the database (unknown command or option, a missing or malformed
-// value: duration, size, time, URL, queue name, state, conflicting options); 1 any
-// failure while doing the work (database missing or unreachable, job not found, payload
-// over the limit, lease lost, ...).
+// Exit codes (a contract, see docs/design.md "Exit codes"): 0 success; 2 a malformed
+// command line, found before anything touches the database (unknown command or option, a
+// missing or malformed value: duration, size, time, URL, queue name, state, conflicting
+// options); 1 any failure while doing the work (database missing or unreachable, job not
+// found, payload over the limit, lease lost, ...).
 //
 // Thread-safety: plain values.
 #pragma once

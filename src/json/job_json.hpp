@@ -1,6 +1,6 @@
 // json/job_json.hpp — the JSON of jobs and stats, shared by the command line (`list --json`,
 // `show --json`, `stats --json`) and the HTTP API.
-// Field names are the column names of DESIGN.md: a contract for scripts.
+// Field names are the column names of docs/design.md ("The job"): a contract for scripts.
 //
 // Thread-safety: pure functions.
 #pragma once

@@ -149,8 +149,8 @@ TEST_P(QueueTest, ExpiredLeaseComesBackWithinAboutASecondByDefault) {
   Job a = lease_one("q", "worker-a", kShortLease);
   Job b = lease_when_back(q(), "q", "worker-b");
   EXPECT_EQ(b.id, id);
-  // DESIGN.md: "becomes leasable again within about a second". The first poll after
-  // expiry may have to wait out one rescue interval; allow it twice over.
+  // docs/design.md "Operations": "becomes leasable again within about a second". The
+  // first poll after expiry may have to wait out one rescue interval; allow it twice over.
   EXPECT_LE(*b.started_at, *a.lease_expires_at + std::chrono::milliseconds(2500));
 }
 

@@ -1,6 +1,6 @@
 // The conformance suite's fixture and helpers: one fresh database per test, on every
-// engine of support/engines.hpp. The suite states the semantics of DESIGN.md "Operations";
-// an engine passes it or it is not an engine.
+// engine of support/engines.hpp. The suite states the semantics of docs/design.md
+// "Operations"; an engine passes it or it is not an engine.
 //
 // Test names read like a specification: Conformance/QueueTest.<Behaviour>/<engine>.
 #pragma once

@@ -8,7 +8,7 @@
 
 namespace readpast::detail::sqlite::sql {
 
-// The columns of DESIGN.md, in the order read_job() expects them.
+// The columns of docs/design.md ("The job"), in the order read_job() expects them.
 #define READPAST_SQLITE_JOB_COLUMNS                                                      \
   "id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by, " \
   "lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload"
