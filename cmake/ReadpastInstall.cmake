@@ -11,6 +11,8 @@ install(DIRECTORY include/readpast DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT readpastTargets NAMESPACE readpast::
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/readpast)
 
+get_property(package_dependencies GLOBAL PROPERTY READPAST_PACKAGE_DEPENDENCIES)
+list(JOIN package_dependencies "\n" READPAST_PACKAGE_DEPENDENCY_LINES)
 configure_package_config_file(cmake/readpastConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/readpastConfig.cmake
                               INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/readpast)

@@ -12,7 +12,7 @@
 #include "core/schedule_spec.hpp"
 #include "core/url.hpp"
 #include "core/validate.hpp"
-#include "engines/open_engine.hpp"
+#include "engines/engine_registry.hpp"
 
 namespace readpast {
 

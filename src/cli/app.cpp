@@ -9,19 +9,27 @@
 #include "cli/arguments.hpp"
 #include "cli/job_text.hpp"
 #include "cli/session.hpp"
+#include "core/url.hpp"
 #include "readpast/version.hpp"
 
 namespace readpast::cli {
 namespace {
 
-constexpr const char* kFooter = R"(Database: --db URL, else $READPAST_DB, else sqlite:readpast.db.
-URLs: sqlite:PATH[?busy_timeout=MS&synchronous=normal&cache_mib=N], postgresql://USER@HOST/DB.
+// The URLs line names what every engine of this build takes (engines/engine_registry.hpp).
+std::string footer() {
+  std::string urls;
+  for (const detail::UrlScheme* scheme : detail::registered_url_schemes()) {
+    urls += (urls.empty() ? "" : ", ") + std::string(scheme->forms);
+  }
+  return "Database: --db URL, else $READPAST_DB, else sqlite:readpast.db.\nURLs: " + urls +
+         R"(.
 DUR: 500ms, 30s, 5m, 2h, 7d, 1.5s, 1m30s. TIME: RFC 3339, e.g. 2026-11-22T10:00:00Z.
 
 Exit status: 0 success; 2 malformed command line (nothing was done);
 1 any other failure. The reason is one line on stderr, after "readpast: ".
 
 Run 'readpast COMMAND --help' for the options of a command.)";
+}
 
 // CLI11's messages may span lines; the contract is one line.
 std::string one_line(std::string text) {
@@ -93,7 +101,7 @@ int run_cli(int argc, char** argv) {
   app.require_subcommand(1);
   // Global options are accepted after the subcommand too: readpast stats --db URL.
   app.fallthrough();
-  app.footer(kFooter);
+  app.footer(footer());
   app.add_option("--db", global.db_url,
                  "Database URL (default: $READPAST_DB, else sqlite:readpast.db)")
       ->envname("READPAST_DB")

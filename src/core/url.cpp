@@ -8,96 +8,6 @@
 namespace readpast::detail {
 namespace {
 
-constexpr std::string_view kSqliteScheme = "sqlite:";
-
-bool starts_with_any(std::string_view s, std::initializer_list<std::string_view> prefixes) {
-  for (auto p : prefixes) {
-    if (s.starts_with(p)) return true;
-  }
-  return false;
-}
-
-// Splits "a=1&b=2" into params; false on an entry without '='.
-bool parse_query(std::string_view query, std::map<std::string, std::string, std::less<>>& out) {
-  while (!query.empty()) {
-    auto amp = query.find('&');
-    auto item = query.substr(0, amp);
-    auto eq = item.find('=');
-    if (eq == std::string_view::npos || eq == 0) return false;
-    out.emplace(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)));
-    if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
-  }
-  return true;
-}
-
-Result<DatabaseUrl> parse_sqlite(std::string_view url) {
-  DatabaseUrl parsed;
-  parsed.kind = EngineKind::kSqlite;
-  // SQLite takes no password, but a URL may carry one by mistake ("?password=...",
-  // "sqlite://user:pw@..."): it is echoed in errors, so redact it like any other.
-  parsed.redacted = redact_url(url);
-  // Taken as a path, "sqlite://user:pw@/x.db" would be echoed by every "cannot open"
-  // message with its password in it.
-  if (uri_password_span(url)) {
-    return fail_with(Error::invalid_argument("bad URL '" + parsed.redacted +
-                                             "': a sqlite: URL takes no user or password"));
-  }
-  std::string_view rest = url.substr(kSqliteScheme.size());
-  // Accept sqlite://PATH too, as many tools write it: sqlite:///abs and sqlite://rel.
-  if (rest.starts_with("//")) rest.remove_prefix(2);
-  auto question = rest.find('?');
-  std::string_view path = rest.substr(0, question);
-  if (path.empty())
-    return fail_with(
-        Error::invalid_argument("bad URL '" + parsed.redacted + "': sqlite: needs a file path"));
-  if (question != std::string_view::npos &&
-      !parse_query(rest.substr(question + 1), parsed.params)) {
-    return fail_with(
-        Error::invalid_argument("bad URL '" + parsed.redacted + "': parameters must be key=value"));
-  }
-  for (const auto& [key, value] : parsed.params) {
-    if (key != "synchronous" && key != "busy_timeout" && key != "cache_mib") {
-      return fail_with(
-          Error::invalid_argument("bad URL '" + parsed.redacted + "': unknown parameter '" + key +
-                                  "' (sqlite URLs take synchronous, busy_timeout and cache_mib)"));
-    }
-  }
-  parsed.sqlite_path = std::string(path);
-  return parsed;
-}
-
-// Takes readpast's own parameters ("schema", "reply_timeout") out of a postgresql:// URI,
-// so libpq, which rejects parameters it does not know, never sees them.
-std::string extract_uri_params(std::string_view uri,
-                               std::map<std::string, std::string, std::less<>>& params) {
-  auto question = uri.find('?');
-  if (question == std::string_view::npos) return std::string(uri);
-  std::string kept;
-  std::string_view query = uri.substr(question + 1);
-  while (!query.empty()) {
-    auto amp = query.find('&');
-    auto item = query.substr(0, amp);
-    auto eq = item.find('=');
-    const std::string_view key = item.substr(0, eq);
-    if (eq != std::string_view::npos && (key == "schema" || key == "reply_timeout")) {
-      params.emplace(std::string(key), std::string(item.substr(eq + 1)));
-    } else if (!item.empty()) {
-      kept += kept.empty() ? "" : "&";
-      kept += item;
-    }
-    if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
-  }
-  std::string result(uri.substr(0, question));
-  if (!kept.empty()) result += "?" + kept;
-  return result;
-}
-
-}  // namespace
-
-namespace {
-
 bool is_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
@@ -294,46 +204,28 @@ std::string url_without_password(std::string_view url) {
   return out;
 }
 
-namespace {
-
-// libpq's keyword form: optional whitespace, a keyword of letters and '_', optional
-// whitespace, '='.
-bool looks_like_keywords(std::string_view text) {
-  std::size_t i = 0;
-  while (i < text.size() && is_space(text[i])) ++i;
-  const std::size_t word = i;
-  while (i < text.size() &&
-         (std::isalpha(static_cast<unsigned char>(text[i])) != 0 || text[i] == '_')) {
-    ++i;
+bool parse_url_params(std::string_view query,
+                      std::map<std::string, std::string, std::less<>>& out) {
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    auto item = query.substr(0, amp);
+    auto eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0) return false;
+    out.emplace(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)));
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
   }
-  if (i == word) return false;
-  while (i < text.size() && is_space(text[i])) ++i;
-  return i < text.size() && text[i] == '=';
+  return true;
 }
-
-}  // namespace
 
 Result<DatabaseUrl> parse_database_url(std::string_view url) {
   if (url.empty()) return fail_with(Error::invalid_argument("bad URL: it is empty"));
-  if (url.starts_with(kSqliteScheme)) return parse_sqlite(url);
-  if (starts_with_any(url, {"postgresql://", "postgres://"})) {
-    DatabaseUrl parsed;
-    parsed.kind = EngineKind::kPostgres;
-    parsed.redacted = redact_url(url);
-    parsed.postgres_conninfo = extract_uri_params(url, parsed.params);
-    return parsed;
+  std::string forms;
+  for (const UrlScheme* scheme : registered_url_schemes()) {
+    if (scheme->claims(url)) return scheme->parse(url);
+    forms += (forms.empty() ? "" : ", ") + std::string(scheme->forms);
   }
-  // libpq keyword form: at least one key=value and no scheme.
-  if (url.find("://") == std::string_view::npos && looks_like_keywords(url)) {
-    DatabaseUrl parsed;
-    parsed.kind = EngineKind::kPostgres;
-    parsed.redacted = redact_url(url);
-    parsed.postgres_conninfo = std::string(url);
-    return parsed;
-  }
-  return fail_with(Error::invalid_argument(
-      "bad URL '" + redact_url(url) +
-      "': expected sqlite:PATH, postgresql://... or libpq keywords (host=... dbname=...)"));
+  return fail_with(Error::invalid_argument("bad URL '" + redact_url(url) + "': expected " + forms));
 }
 
 }  // namespace readpast::detail

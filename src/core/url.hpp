@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,23 +15,39 @@
 
 namespace readpast::detail {
 
-enum class EngineKind { kSqlite, kPostgres };
-
+// A database URL as the engine that claimed it parsed it (engines/engine_registry.hpp).
 struct DatabaseUrl {
-  EngineKind kind = EngineKind::kSqlite;
-  // SQLite: the file path, and the query parameters after '?' (synchronous, busy_timeout).
-  std::string sqlite_path;
+  std::string engine;  // the name of the engine that claimed it: "sqlite", "postgres"
+  // What the engine connects to: SQLite's file path, libpq's connection string (URI or
+  // keywords) less readpast's own parameters.
+  std::string location;
+  // readpast's own parameters (SQLite: synchronous, busy_timeout, cache_mib; PostgreSQL:
+  // schema, reply_timeout).
   std::map<std::string, std::string, std::less<>> params;
-  // PostgreSQL: the connection string for libpq, as given (URI or key=value keywords),
-  // less readpast's own parameters (which land in params: "schema", "reply_timeout").
-  std::string postgres_conninfo;
   // The URL with any password replaced by "***": the only form that may be printed.
   std::string redacted;
 };
 
-// "sqlite:PATH[?k=v&...]", "postgresql://..." or "postgres://...", or libpq keywords
-// ("host=... dbname=..."). Errors never echo a password.
+// One URL scheme an engine claims (engines/<name>/..._url.cpp); the build's engines list
+// theirs in the order of READPAST_ENGINES (cmake/ReadpastEngines.cmake).
+struct UrlScheme {
+  std::string_view engine;  // the engine's name
+  std::string_view forms;   // for messages: "sqlite:PATH"
+  // Whether the URL is written for this engine; the first engine that claims it parses it.
+  bool (*claims)(std::string_view url);
+  // kInvalidArgument with a one-line message that never echoes a password.
+  Result<DatabaseUrl> (*parse)(std::string_view url);
+};
+
+// Defined by the generated list of the build's engines.
+std::span<const UrlScheme* const> registered_url_schemes();
+
+// Parses with the engine whose scheme claims the URL; kInvalidArgument naming the forms every
+// engine of this build takes when none does. Errors never echo a password.
 Result<DatabaseUrl> parse_database_url(std::string_view url);
+
+// "a=1&b=2" into `out`; false on an entry without a name or an '='.
+bool parse_url_params(std::string_view query, std::map<std::string, std::string, std::less<>>& out);
 
 // [begin, end) of a range of characters in a string.
 struct TextSpan {

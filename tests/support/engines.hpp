@@ -1,5 +1,7 @@
-// The engines the shared suites (conformance, multi-process) run against.
-// Adding an engine is one line in engines.cpp.
+// The engines the shared suites (conformance, multi-process, worker, server, chaos) run
+// against: every engine of the build (READPAST_ENGINES). Each engine has a fixture,
+// support/engines/<name>.cpp defining `EngineUnderTest <name>_under_test()`, and
+// tests/CMakeLists.txt generates engines_under_test() from the list.
 #pragma once
 
 #include <functional>
@@ -15,8 +17,8 @@ struct EngineUnderTest {
   std::function<std::string()> fresh_url;
 };
 
-// Every engine whose server can run here. PostgreSQL starts (once per test program) a
-// real server in a temporary directory; see postgres_server.hpp.
+// Every engine of the build, in the order of READPAST_ENGINES. PostgreSQL starts (once per
+// test program) a real server in a temporary directory; see postgres_server.hpp.
 std::vector<EngineUnderTest> engines_under_test();
 
 // The names, for INSTANTIATE_TEST_SUITE_P.

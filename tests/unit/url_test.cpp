@@ -24,26 +24,26 @@ DatabaseUrl must_parse(std::string_view url) {
 
 TEST(DatabaseUrl, SqliteTakesAPath) {
   auto url = must_parse("sqlite:/var/lib/jobs.db");
-  EXPECT_EQ(url.kind, EngineKind::kSqlite);
-  EXPECT_EQ(url.sqlite_path, "/var/lib/jobs.db");
+  EXPECT_EQ(url.engine, "sqlite");
+  EXPECT_EQ(url.location, "/var/lib/jobs.db");
   EXPECT_TRUE(url.params.empty());
   EXPECT_EQ(url.redacted, "sqlite:/var/lib/jobs.db");
 }
 
 TEST(DatabaseUrl, SqliteTakesARelativePath) {
   auto url = must_parse("sqlite:readpast.db");
-  EXPECT_EQ(url.kind, EngineKind::kSqlite);
-  EXPECT_EQ(url.sqlite_path, "readpast.db");
+  EXPECT_EQ(url.engine, "sqlite");
+  EXPECT_EQ(url.location, "readpast.db");
 }
 
 TEST(DatabaseUrl, SqliteTakesItsParameters) {
   auto url = must_parse("sqlite:jobs.db?synchronous=normal");
-  EXPECT_EQ(url.sqlite_path, "jobs.db");
+  EXPECT_EQ(url.location, "jobs.db");
   ASSERT_EQ(url.params.count("synchronous"), 1u);
   EXPECT_EQ(url.params.at("synchronous"), "normal");
 
   auto both = must_parse("sqlite:/tmp/j.db?synchronous=normal&busy_timeout=5000");
-  EXPECT_EQ(both.sqlite_path, "/tmp/j.db");
+  EXPECT_EQ(both.location, "/tmp/j.db");
   EXPECT_EQ(both.params.at("synchronous"), "normal");
   EXPECT_EQ(both.params.at("busy_timeout"), "5000");
   auto cache = must_parse("sqlite:j.db?cache_mib=64");
@@ -83,8 +83,8 @@ TEST(DatabaseUrl, SqliteUrlsTakeNoUserOrPassword) {
   EXPECT_EQ(parse_database_url("sqlite://u:" + std::string(kSecret) + "@/path").error().message,
             "bad URL 'sqlite://u:***@/path': a sqlite: URL takes no user or password");
   // A path that merely holds ':' and '@' is still a path.
-  EXPECT_EQ(must_parse("sqlite:///data/a:b@c.db").sqlite_path, "/data/a:b@c.db");
-  EXPECT_EQ(must_parse("sqlite:rel:dir@x/y.db").sqlite_path, "rel:dir@x/y.db");
+  EXPECT_EQ(must_parse("sqlite:///data/a:b@c.db").location, "/data/a:b@c.db");
+  EXPECT_EQ(must_parse("sqlite:rel:dir@x/y.db").location, "rel:dir@x/y.db");
 }
 
 TEST(DatabaseUrl, SqliteNeedsAPath) {
@@ -110,29 +110,29 @@ TEST(DatabaseUrl, RejectsUnknownSchemesAndGarbage) {
 TEST(DatabaseUrl, PostgresUriIsPassedToLibpqAndRedacted) {
   std::string text = "postgresql://worker:" + std::string(kSecret) + "@db.example:5432/jobs";
   auto url = must_parse(text);
-  EXPECT_EQ(url.kind, EngineKind::kPostgres);
-  EXPECT_EQ(url.postgres_conninfo, text);
+  EXPECT_EQ(url.engine, "postgres");
+  EXPECT_EQ(url.location, text);
   EXPECT_EQ(url.redacted, "postgresql://worker:***@db.example:5432/jobs");
   EXPECT_EQ(url.redacted.find(kSecret), std::string::npos);
 }
 
 TEST(DatabaseUrl, PostgresShortSchemeIsAccepted) {
   auto url = must_parse("postgres://u:" + std::string(kSecret) + "@h/db");
-  EXPECT_EQ(url.kind, EngineKind::kPostgres);
+  EXPECT_EQ(url.engine, "postgres");
   EXPECT_EQ(url.redacted.find(kSecret), std::string::npos) << url.redacted;
 }
 
 TEST(DatabaseUrl, PostgresSchemaParameterIsReadpastsOwn) {
   auto url = must_parse("postgresql://u@h/db?sslmode=disable&schema=jobs&connect_timeout=5");
   EXPECT_EQ(url.params.at("schema"), "jobs");
-  EXPECT_EQ(url.postgres_conninfo.find("schema"), std::string::npos) << url.postgres_conninfo;
-  EXPECT_NE(url.postgres_conninfo.find("sslmode=disable"), std::string::npos);
-  EXPECT_NE(url.postgres_conninfo.find("connect_timeout=5"), std::string::npos);
+  EXPECT_EQ(url.location.find("schema"), std::string::npos) << url.location;
+  EXPECT_NE(url.location.find("sslmode=disable"), std::string::npos);
+  EXPECT_NE(url.location.find("connect_timeout=5"), std::string::npos);
 }
 
 TEST(DatabaseUrl, PostgresReplyTimeoutParameterIsReadpastsOwn) {
   auto url = must_parse("postgresql://h/db?sslmode=disable&reply_timeout=30s&schema=s");
-  EXPECT_EQ(url.postgres_conninfo, "postgresql://h/db?sslmode=disable");
+  EXPECT_EQ(url.location, "postgresql://h/db?sslmode=disable");
   EXPECT_EQ(url.params.at("reply_timeout"), "30s");
   EXPECT_EQ(url.params.at("schema"), "s");
   // A bad value is a bad URL, found before any connection is tried.
@@ -148,8 +148,8 @@ TEST(DatabaseUrl, PostgresReplyTimeoutParameterIsReadpastsOwn) {
 TEST(DatabaseUrl, PostgresKeywordFormIsRedacted) {
   std::string text = "host=db.example password=" + std::string(kSecret) + " dbname=jobs";
   auto url = must_parse(text);
-  EXPECT_EQ(url.kind, EngineKind::kPostgres);
-  EXPECT_EQ(url.postgres_conninfo, text);
+  EXPECT_EQ(url.engine, "postgres");
+  EXPECT_EQ(url.location, text);
   EXPECT_EQ(url.redacted.find(kSecret), std::string::npos) << url.redacted;
   EXPECT_NE(url.redacted.find("host=db.example"), std::string::npos) << url.redacted;
   EXPECT_NE(url.redacted.find("dbname=jobs"), std::string::npos) << url.redacted;

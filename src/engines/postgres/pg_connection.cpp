@@ -80,7 +80,7 @@ std::string clean_message(std::string_view text, const std::vector<std::string>&
 
 Result<ConnectionConfig> make_connection_config(const DatabaseUrl& url) {
   ConnectionConfig config;
-  config.conninfo = url.postgres_conninfo;
+  config.conninfo = url.location;
   config.redacted = url.redacted;
   // Every password as written (possibly percent-encoded) and as libpq reads it, so that
   // it is scrubbed even from messages that echo the URI itself.

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <utility>
 
+#include "core/handout_order.hpp"
 #include "engines/postgres/pg_connection.hpp"
 #include "engines/postgres/pg_jobs.hpp"
 #include "engines/postgres/pg_listener.hpp"
@@ -191,9 +192,7 @@ class PostgresEngine final : public Engine {
     std::vector<Job> jobs;
     jobs.reserve(static_cast<std::size_t>(rows->size()));
     for (int r = 0; r < rows->size(); ++r) jobs.push_back(pg::read_job(*rows, r));
-    std::sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) {
-      return std::tie(a.priority, a.run_at, a.id) < std::tie(b.priority, b.run_at, b.id);
-    });
+    sort_in_handout_order(jobs);
     return jobs;
   }
 
@@ -560,6 +559,11 @@ Result<std::unique_ptr<Engine>> open_postgres_engine(const DatabaseUrl& url,
       std::make_unique<PostgresEngine>(std::move(*schema), std::move(*config), options.logger);
   if (auto ok = engine->connect(); !ok) return fail_with(ok.error());
   return std::unique_ptr<Engine>(std::move(engine));
+}
+
+const EngineEntry& postgres_engine_entry() {
+  static constexpr EngineEntry kPostgres{"postgres", open_postgres_engine};
+  return kPostgres;
 }
 
 }  // namespace readpast::detail

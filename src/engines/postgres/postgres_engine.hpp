@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "core/url.hpp"
-#include "engines/engine.hpp"
+#include "engines/engine_registry.hpp"
 
 namespace readpast::detail {
 

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/handout_order.hpp"
 #include "engines/sqlite/sqlite_connection.hpp"
 #include "engines/sqlite/sqlite_schema.hpp"
 #include "engines/sqlite/sqlite_sql.hpp"
@@ -157,11 +158,7 @@ class SqliteEngine final : public Engine {
           }
           return leased;
         });
-    if (jobs) {
-      std::sort(jobs->begin(), jobs->end(), [](const Job& a, const Job& b) {
-        return std::tie(a.priority, a.run_at, a.id) < std::tie(b.priority, b.run_at, b.id);
-      });
-    }
+    if (jobs) sort_in_handout_order(*jobs);
     return jobs;
   }
 
@@ -698,7 +695,7 @@ Result<int> parse_int_param(const DatabaseUrl& url, std::string_view key, int fa
 Result<std::unique_ptr<Engine>> open_sqlite_engine(const DatabaseUrl& url,
                                                    const QueueOptions& options) {
   Connection::Settings settings;
-  settings.path = url.sqlite_path;
+  settings.path = url.location;
   settings.create = options.init_schema;
   auto busy = parse_int_param(url, "busy_timeout", 10000);
   if (!busy) return fail_with(busy.error());
@@ -725,6 +722,11 @@ Result<std::unique_ptr<Engine>> open_sqlite_engine(const DatabaseUrl& url,
     settings.synchronous = level;
   }
   return std::make_unique<SqliteEngine>(std::move(settings));
+}
+
+const EngineEntry& sqlite_engine_entry() {
+  static constexpr EngineEntry kSqlite{"sqlite", open_sqlite_engine};
+  return kSqlite;
 }
 
 }  // namespace readpast::detail
