@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "worker/utf8.hpp"
+#include "core/utf8.hpp"
 
 namespace readpast::cli {
 
@@ -18,7 +18,7 @@ std::string escape_for_terminal(std::string_view text, std::size_t max_chars) {
     }
     ++chars;
     auto c = static_cast<unsigned char>(text.front());
-    std::size_t length = worker::utf8_sequence_length(text);
+    std::size_t length = detail::utf8_sequence_length(text);
     if (length == 0) {
       out += fmt::format("\\x{:02x}", c);
       text.remove_prefix(1);
@@ -102,7 +102,7 @@ std::string job_details(const Job& job, TimePoint now) {
   field("unique_key", optional_text(job.unique_key));
   field("last_error", optional_text(job.last_error));
   field("payload", fmt::format("{} bytes{}", job.payload.size(),
-                               worker::is_valid_utf8(job.payload) ? "" : ", not UTF-8"));
+                               detail::is_valid_utf8(job.payload) ? "" : ", not UTF-8"));
   out += escape_for_terminal(job.payload);
   out += '\n';
   return out;

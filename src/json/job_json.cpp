@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "worker/utf8.hpp"
+#include "core/utf8.hpp"
 
 namespace readpast::json {
 namespace {
@@ -95,7 +95,7 @@ nlohmann::ordered_json job_to_json(const Job& job) {
   j["finished_at"] = time_or_null(job.finished_at);
   j["unique_key"] = text_or_null(job.unique_key);
   j["last_error"] = text_or_null(job.last_error);
-  if (worker::is_valid_utf8(job.payload)) {
+  if (detail::is_valid_utf8(job.payload)) {
     j["payload"] = job.payload;
     j["payload_encoding"] = "utf8";
   } else {

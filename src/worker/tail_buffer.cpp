@@ -1,6 +1,6 @@
 #include "worker/tail_buffer.hpp"
 
-#include "worker/utf8.hpp"
+#include "core/utf8.hpp"
 
 namespace readpast::worker {
 
@@ -27,7 +27,7 @@ std::string TailBuffer::text() const {
   }
   if (kept.empty()) return {};
   std::string text = truncated_ ? "..." : "";
-  text += sanitize_utf8(kept);
+  text += detail::sanitize_utf8(detail::without_cut_character(kept));
   return text;
 }
 

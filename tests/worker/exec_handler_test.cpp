@@ -15,7 +15,6 @@
 #include "support/temp_dir.hpp"
 #include "worker/scrubbed_lines.hpp"
 #include "worker/tail_buffer.hpp"
-#include "worker/utf8.hpp"
 
 namespace readpast::worker {
 namespace {
@@ -116,25 +115,6 @@ TEST(ScrubbedLinesTest, PassesOnWholeLinesAndLongOnesInPieces) {
   EXPECT_EQ(pieces.back(), "[redacted] end");
   lines.finish();  // nothing left
   EXPECT_EQ(pieces.size(), 2u);
-}
-
-TEST(Utf8Test, ValidatesAndSanitizes) {
-  EXPECT_TRUE(is_valid_utf8("plain"));
-  EXPECT_TRUE(is_valid_utf8("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80"));
-  EXPECT_TRUE(is_valid_utf8(std::string("nul\0ok", 6)));
-  EXPECT_FALSE(is_valid_utf8("\xff"));
-  EXPECT_FALSE(is_valid_utf8("\xc0\xaf"));          // overlong
-  EXPECT_FALSE(is_valid_utf8("\xed\xa0\x80"));      // surrogate
-  EXPECT_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));  // past U+10FFFF
-  EXPECT_FALSE(is_valid_utf8("cut \xe2\x82"));
-  EXPECT_EQ(sanitize_utf8("a\xff"
-                          "b"),
-            "a\xef\xbf\xbd"
-            "b");
-  EXPECT_EQ(sanitize_utf8(std::string("a\0b", 3)),
-            "a\xe2\x90\x80"
-            "b");
-  EXPECT_EQ(sanitize_utf8("\x82\xac rest"), " rest");  // a character cut at the start
 }
 
 TEST(TailBufferTest, KeepsTheLastBytes) {

@@ -27,35 +27,6 @@ int hex_value(char c) {
   return 0;
 }
 
-// Length of the valid UTF-8 sequence starting at text[i], or 0 if it is not one.
-std::size_t utf8_sequence(std::string_view text, std::size_t i) {
-  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = byte(i);
-  std::size_t length = 0;
-  std::uint32_t min = 0;
-  if (lead < 0x80) return lead == 0 ? 0 : 1;
-  if ((lead & 0xe0) == 0xc0) {
-    length = 2;
-    min = 0x80;
-  } else if ((lead & 0xf0) == 0xe0) {
-    length = 3;
-    min = 0x800;
-  } else if ((lead & 0xf8) == 0xf0) {
-    length = 4;
-    min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + length > text.size()) return 0;
-  std::uint32_t code = lead & (0x7f >> length);
-  for (std::size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xc0) != 0x80) return 0;
-    code = (code << 6) | (byte(i + k) & 0x3f);
-  }
-  if (code < min || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return 0;
-  return length;
-}
-
 }  // namespace
 
 std::string encode_int8(std::int64_t v) {
@@ -86,21 +57,6 @@ std::string encode_uuid(const LeaseToken& token) {
   out.reserve(16);
   for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
     out += static_cast<char>(hex_value(hex[i]) * 16 + hex_value(hex[i + 1]));
-  }
-  return out;
-}
-
-std::string sanitize_utf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size();) {
-    if (std::size_t n = utf8_sequence(text, i); n > 0) {
-      out.append(text.substr(i, n));
-      i += n;
-    } else {
-      out += "\xef\xbf\xbd";  // U+FFFD REPLACEMENT CHARACTER
-      ++i;
-    }
   }
   return out;
 }

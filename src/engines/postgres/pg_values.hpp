@@ -43,11 +43,6 @@ std::string encode_float8(double v);
 std::string encode_timestamptz(TimePoint t);
 std::string encode_uuid(const LeaseToken& token);  // 16 bytes; token must not be empty
 
-// Text sent to the server must be valid UTF-8 without NUL bytes. For free-form text that
-// readpast only records (error messages, worker ids), invalid sequences and NULs become
-// U+FFFD instead of failing the whole operation.
-std::string sanitize_utf8(std::string_view text);
-
 // A one-dimensional array, built element by element.
 class ArrayParam {
  public:

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/handout_order.hpp"
+#include "core/utf8.hpp"
 #include "engines/postgres/pg_connection.hpp"
 #include "engines/postgres/pg_jobs.hpp"
 #include "engines/postgres/pg_listener.hpp"
@@ -178,7 +179,7 @@ class PostgresEngine final : public Engine {
     const pg::Statement* statement = lease_statement(request.max_jobs);
     Params params;
     params.text(request.queue)
-        .text(pg::sanitize_utf8(request.worker_id))
+        .text(sanitize_utf8(request.worker_id))
         .int8(request.lease_duration.count())
         .array(tokens);
     if (statement == &sql_.lease) params.int4(request.max_jobs);
@@ -208,7 +209,7 @@ class PostgresEngine final : public Engine {
       tokens.add(pg::encode_uuid(item.ref.token));
       // last_error is a record for humans: invalid UTF-8 or NULs (a command's stderr)
       // are replaced, rather than failing the job's settlement.
-      errors.add(pg::sanitize_utf8(item.error));
+      errors.add(sanitize_utf8(item.error));
       retry_after.add_optional(item.retry_after,
                                [](Duration d) { return pg::encode_int8(d.count()); });
       base.add(pg::encode_int8(item.backoff_base.count()));
@@ -461,9 +462,9 @@ class PostgresEngine final : public Engine {
   }
 
   Result<bool> claim_task(std::string_view task, Duration interval, std::string_view by) override {
-    auto rows = exec(
-        sql_.claim_task,
-        Params().text(pg::sanitize_utf8(task)).int8(interval.count()).text(pg::sanitize_utf8(by)));
+    auto rows =
+        exec(sql_.claim_task,
+             Params().text(sanitize_utf8(task)).int8(interval.count()).text(sanitize_utf8(by)));
     if (!rows) return fail_with(rows.error());
     return rows->size() == 1;
   }

@@ -1,8 +1,8 @@
-#include "worker/utf8.hpp"
+#include "core/utf8.hpp"
 
 #include <cstdint>
 
-namespace readpast::worker {
+namespace readpast::detail {
 
 std::size_t utf8_sequence_length(std::string_view text) noexcept {
   if (text.empty()) return 0;
@@ -42,11 +42,14 @@ bool is_valid_utf8(std::string_view text) noexcept {
   return true;
 }
 
-std::string sanitize_utf8(std::string_view text) {
-  // Continuation bytes at the very start belong to a character whose lead was cut off.
+std::string_view without_cut_character(std::string_view text) noexcept {
   while (!text.empty() && (static_cast<std::uint8_t>(text.front()) & 0xC0) == 0x80) {
     text.remove_prefix(1);
   }
+  return text;
+}
+
+std::string sanitize_utf8(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   while (!text.empty()) {
@@ -65,4 +68,4 @@ std::string sanitize_utf8(std::string_view text) {
   return out;
 }
 
-}  // namespace readpast::worker
+}  // namespace readpast::detail
