@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/handout_order.hpp"
+#include "core/schema_policy.hpp"
 #include "core/utf8.hpp"
 #include "engines/postgres/pg_connection.hpp"
 #include "engines/postgres/pg_jobs.hpp"
@@ -43,12 +44,6 @@ constexpr int kPurgeBatch = 5000;
 constexpr auto kLockedDueRecheck = std::chrono::milliseconds(50);
 // How long wait_for_work waits for the listener's first LISTEN (a connect and a round trip).
 constexpr auto kListenPatience = std::chrono::seconds(2);
-
-Error too_new(int version) {
-  return Error::schema("database schema version " + std::to_string(version) +
-                       " is newer than this readpast understands (" +
-                       std::to_string(pg::kSchemaVersion) + "); upgrade readpast");
-}
 
 // The ids and tokens of refs as the two arrays every fenced statement takes first.
 Params ref_params(std::span<const LeasedRef> refs) {
@@ -111,7 +106,6 @@ class PostgresEngine final : public Engine {
     auto current = read_version(**c);
     if (!current) return fail_with(current.error());
     if (*current == pg::kSchemaVersion) return *current;
-    if (*current > pg::kSchemaVersion) return fail_with(too_new(*current));
 
     auto transaction = Transaction::begin(**c);
     if (!transaction) return fail_with(transaction.error());
@@ -122,22 +116,11 @@ class PostgresEngine final : public Engine {
                              "hashtext($1::text))"};
     if (auto ok = (*c)->exec(lock, Params().text(schema_.name)); !ok) return fail_with(ok.error());
     if (auto ok = (*c)->exec_script(sql_.create_schema); !ok) return fail_with(ok.error());
-    auto version = read_version(**c);
-    if (!version) return fail_with(version.error());
-    if (*version > pg::kSchemaVersion) return fail_with(too_new(*version));
-    for (int next = *version + 1; next <= pg::kSchemaVersion; ++next) {
-      if (auto ok = (*c)->exec_script(sql_.migrations[static_cast<std::size_t>(next - 1)]); !ok) {
-        if (ok.error().is_unavailable()) return fail_with(ok.error());
-        return fail_with(
-            Error::schema("migration " + std::to_string(next) + " failed: " + ok.error().message));
-      }
-      const pg::Statement record{
-          "readpast_record_version",
-          "INSERT INTO " + schema_.quoted + ".schema_version (version) VALUES ($1::integer)"};
-      if (auto ok = (*c)->exec(record, Params().int4(next)); !ok) return fail_with(ok.error());
-    }
+    Migrations steps(*this, **c);
+    auto version = migrate_schema(steps, pg::kSchemaVersion, pg::kSchemaVersion);
+    if (!version) return version;
     if (auto ok = transaction->commit(); !ok) return fail_with(ok.error());
-    return pg::kSchemaVersion;
+    return version;
   }
 
   Status check_schema() override {
@@ -145,18 +128,7 @@ class PostgresEngine final : public Engine {
     if (!c) return fail_with(c.error());
     auto version = read_version(**c);
     if (!version) return fail_with(version.error());
-    if (*version == 0) {
-      return fail_with(Error::schema("the database has no readpast schema (\"" + schema_.name +
-                                     "\"); run `readpast init`"));
-    }
-    if (*version > pg::kSchemaVersion) return fail_with(too_new(*version));
-    if (*version < pg::kSchemaVersion) {
-      return fail_with(Error::schema("database schema version " + std::to_string(*version) +
-                                     " is older than this readpast's (" +
-                                     std::to_string(pg::kSchemaVersion) +
-                                     "); run `readpast init` to upgrade it in place"));
-    }
-    return {};
+    return check_schema_version(*version, pg::kSchemaVersion, schema_.name);
   }
 
   Result<std::vector<Enqueued>> enqueue(std::span<const NewJob> jobs) override {
@@ -482,6 +454,26 @@ class PostgresEngine final : public Engine {
     if (!c) return fail_with(c.error());
     return (*c)->exec(statement, params);
   }
+
+  // Migrations as PostgreSQL runs them, in migrate()'s transaction.
+  class Migrations final : public MigrationSteps {
+   public:
+    Migrations(PostgresEngine& engine, Connection& c) : engine_(engine), c_(c) {}
+    Result<int> version() override { return engine_.read_version(c_); }
+    Status apply(int number) override {
+      const auto& script = engine_.sql_.migrations[static_cast<std::size_t>(number - 1)];
+      if (auto ok = c_.exec_script(script); !ok) return ok;
+      const pg::Statement record{"readpast_record_version",
+                                 "INSERT INTO " + engine_.schema_.quoted +
+                                     ".schema_version (version) VALUES ($1::integer)"};
+      if (auto ok = c_.exec(record, Params().int4(number)); !ok) return fail_with(ok.error());
+      return {};
+    }
+
+   private:
+    PostgresEngine& engine_;
+    Connection& c_;
+  };
 
   // The schema version, 0 when the schema or its version table does not exist.
   Result<int> read_version(Connection& c) {

@@ -4,6 +4,7 @@
 #include <array>
 #include <string>
 
+#include "core/schema_policy.hpp"
 #include "engines/sqlite/sqlite_sql.hpp"
 
 namespace readpast::detail::sqlite {
@@ -170,11 +171,25 @@ Result<int> read_version(Connection& connection) {
   return static_cast<int>((*version)->int64(0));  // max() of no rows is NULL → 0
 }
 
-Error too_new(int version) {
-  return Error::schema("database schema version " + std::to_string(version) +
-                       " is newer than this readpast understands (" +
-                       std::to_string(kSchemaVersion) + "); upgrade readpast");
-}
+// Migrations as SQLite runs them, in the caller's IMMEDIATE transaction.
+class SqliteMigrationSteps final : public MigrationSteps {
+ public:
+  explicit SqliteMigrationSteps(Connection& connection) : connection_(connection) {}
+  Result<int> version() override { return read_version(connection_); }
+  Status apply(int number) override {
+    if (auto ok = connection_.exec(kMigrations[static_cast<std::size_t>(number - 1)]); !ok) {
+      return ok;
+    }
+    auto insert = connection_.prepare(kInsertVersion);
+    if (!insert) return fail_with(insert.error());
+    (*insert)->bind(1, number);
+    if (auto ok = (*insert)->step(); !ok) return fail_with(ok.error());
+    return {};
+  }
+
+ private:
+  Connection& connection_;
+};
 
 }  // namespace
 
@@ -184,35 +199,17 @@ Result<int> migrate(Connection& connection, int target) {
   auto transaction = ImmediateTransaction::begin(connection);
   if (!transaction) return fail_with(transaction.error());
   if (auto ok = connection.exec(kCreateVersionTable); !ok) return fail_with(ok.error());
-  auto version = read_version(connection);
-  if (!version) return fail_with(version.error());
-  if (*version > kSchemaVersion) return fail_with(too_new(*version));
-  for (int next = *version + 1; next <= target; ++next) {
-    if (auto ok = connection.exec(kMigrations[static_cast<std::size_t>(next - 1)]); !ok) {
-      return fail_with(
-          Error::schema("migration " + std::to_string(next) + " failed: " + ok.error().message));
-    }
-    auto insert = connection.prepare(kInsertVersion);
-    if (!insert) return fail_with(insert.error());
-    (*insert)->bind(1, next);
-    if (auto ok = (*insert)->step(); !ok) return fail_with(ok.error());
-  }
+  SqliteMigrationSteps steps(connection);
+  auto version = migrate_schema(steps, target, kSchemaVersion);
+  if (!version) return version;
   if (auto ok = transaction->commit(); !ok) return fail_with(ok.error());
-  return std::max(*version, target);
+  return version;
 }
 
 Result<int> schema_version(Connection& connection) {
   auto version = read_version(connection);
   if (!version) return version;
-  if (*version == 0) {
-    return fail_with(Error::schema("the database has no readpast schema; run `readpast init`"));
-  }
-  if (*version > kSchemaVersion) return fail_with(too_new(*version));
-  if (*version < kSchemaVersion) {
-    return fail_with(Error::schema(
-        "database schema version " + std::to_string(*version) + " is older than this readpast's (" +
-        std::to_string(kSchemaVersion) + "); run `readpast init` to upgrade it in place"));
-  }
+  if (auto ok = check_schema_version(*version, kSchemaVersion); !ok) return fail_with(ok.error());
   return version;
 }
 

@@ -1,7 +1,8 @@
 // engines/sqlite/sqlite_schema.hpp — the SQLite schema as numbered migrations.
 //
-// Invariant: migrations are append-only. A released migration is never edited; a change
-// is a new entry. readpast_schema_version holds one row per applied migration.
+// Invariant: migrations are append-only (core/schema_policy.hpp, which decides what runs and
+// what a newer or missing schema says). readpast_schema_version holds one row per applied
+// migration.
 // docs/schema.md documents the result; its version must match kSchemaVersion.
 #pragma once
 
