@@ -12,7 +12,7 @@
 
 #include "engines/sqlite/sqlite_connection.hpp"
 #include "engines/sqlite/sqlite_schema.hpp"
-#include "engines/sqlite/sqlite_sql.hpp"
+#include "engines/sqlite/sqlite_statements.hpp"
 #include "readpast/readpast.hpp"
 #include "support/temp_dir.hpp"
 
@@ -266,12 +266,13 @@ TEST_F(SqliteEngineTest, TheStatementsEveryJobRunsBuildNoEphemeralTable) {
     }
     return count;
   };
-  for (const char* sql :
-       {sqlite::sql::kInsertJob, sqlite::sql::kComplete, sqlite::sql::kCompleteDelete,
-        sqlite::sql::kExtend, sqlite::sql::kRelease}) {
+  for (const char* sql : {sqlite::sql::insert_job::text, sqlite::sql::complete::text,
+                          sqlite::sql::complete_delete::text, sqlite::sql::extend::text,
+                          sqlite::sql::release::text}) {
     EXPECT_EQ(ephemeral_tables(sql), 0) << sql << "\n" << raw.opcodes(sql);
   }
-  EXPECT_EQ(ephemeral_tables(sqlite::sql::kLeaseOne), 1) << raw.opcodes(sqlite::sql::kLeaseOne);
+  EXPECT_EQ(ephemeral_tables(sqlite::sql::lease_one::text), 1)
+      << raw.opcodes(sqlite::sql::lease_one::text);
 }
 
 TEST_F(SqliteEngineTest, TheDatabaseRefusesQueueNamesNoWorkerCouldUse) {
@@ -302,11 +303,11 @@ TEST_F(SqliteEngineTest, EveryHotPathUsesItsPartialIndex) {
                                                                      << sql << "\n"
                                                                      << plan;
   };
-  expect_index(sqlite::sql::kLease, "readpast_jobs_lease");
-  expect_index(sqlite::sql::kLeaseOne, "readpast_jobs_lease");
-  expect_index(sqlite::sql::kRescueExpired, "readpast_jobs_expiry");
-  expect_index(sqlite::sql::kFindUniqueHolder, "readpast_jobs_unique");
-  expect_index(sqlite::sql::kPurge, "readpast_jobs_finished");
+  expect_index(sqlite::sql::lease::text, "readpast_jobs_lease");
+  expect_index(sqlite::sql::lease_one::text, "readpast_jobs_lease");
+  expect_index(sqlite::sql::rescue_expired::text, "readpast_jobs_expiry");
+  expect_index(sqlite::sql::find_unique_holder::text, "readpast_jobs_unique");
+  expect_index(sqlite::sql::purge::text, "readpast_jobs_finished");
 }
 
 // What the operator's commands run must not walk the whole table either, and a database
@@ -325,13 +326,15 @@ TEST_F(SqliteEngineTest, ListStatsAndRetryWalkAnIndexRangeWithoutStatistics) {
   };
   const std::string by_state = "INDEX readpast_jobs_queue_state (queue=? AND state=? AND id>?)";
   const std::string running = "INDEX readpast_jobs_expiry (queue=?)";
-  expect_search(sqlite::sql::kListQueueState, {by_state});
-  expect_search(sqlite::sql::kListQueueRunning, {running});
-  expect_search(sqlite::sql::kRetryCandidates, {by_state});
-  expect_search(sqlite::sql::kStatsQueue, {"INDEX readpast_jobs_queue_state (queue=?)", running});
-  expect_search(sqlite::sql::kStatsAll, {"SCAN readpast_jobs USING INDEX readpast_jobs_queue_state",
-                                         "SCAN readpast_jobs USING INDEX readpast_jobs_expiry"});
-  expect_search(sqlite::sql::kFinishedSince, {"COVERING INDEX readpast_jobs_finished"});
+  expect_search(sqlite::sql::list_queue_state::text, {by_state});
+  expect_search(sqlite::sql::list_queue_running::text, {running});
+  expect_search(sqlite::sql::retry_candidates::text, {by_state});
+  expect_search(sqlite::sql::stats_queue::text,
+                {"INDEX readpast_jobs_queue_state (queue=?)", running});
+  expect_search(sqlite::sql::stats_all::text,
+                {"SCAN readpast_jobs USING INDEX readpast_jobs_queue_state",
+                 "SCAN readpast_jobs USING INDEX readpast_jobs_expiry"});
+  expect_search(sqlite::sql::finished_since::text, {"COVERING INDEX readpast_jobs_finished"});
 }
 
 // Schema version 4: a job's lease and its settling each move one entry of

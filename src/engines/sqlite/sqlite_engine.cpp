@@ -11,7 +11,7 @@
 #include "core/handout_order.hpp"
 #include "engines/sqlite/sqlite_connection.hpp"
 #include "engines/sqlite/sqlite_schema.hpp"
-#include "engines/sqlite/sqlite_sql.hpp"
+#include "engines/sqlite/sqlite_statements.hpp"
 
 namespace readpast::detail {
 namespace {
@@ -104,10 +104,11 @@ class SqliteEngine final : public Engine {
     results.reserve(jobs.size());
     for (const NewJob& job : jobs) {
       if (job.unique_key) {
-        auto find = c.prepare(sql::kFindUniqueHolder);
+        using Q = sql::find_unique_holder;
+        auto find = c.prepare(Q::text);
         if (!find) return fail_with(find.error());
-        (*find)->bind(1, std::string_view(job.queue));
-        (*find)->bind(2, std::string_view(*job.unique_key));
+        (*find)->bind(Q::queue, std::string_view(job.queue));
+        (*find)->bind(Q::unique_key, std::string_view(*job.unique_key));
         auto found = (*find)->step();
         if (!found) return fail_with(found.error());
         if (*found) {
@@ -118,20 +119,21 @@ class SqliteEngine final : public Engine {
       std::int64_t run_at = now;
       if (job.run_at) run_at = to_micros(*job.run_at);
       if (job.delay) run_at = now + job.delay->count();
-      auto insert = c.prepare(sql::kInsertJob);
+      using Q = sql::insert_job;
+      auto insert = c.prepare(Q::text);
       if (!insert) return fail_with(insert.error());
       Statement& s = **insert;
-      s.bind(1, std::string_view(job.queue));
-      s.bind(2, job.priority);
-      s.bind(3, run_at);
-      s.bind(4, job.max_attempts);
-      s.bind(5, now);
+      s.bind(Q::queue, std::string_view(job.queue));
+      s.bind(Q::priority, job.priority);
+      s.bind(Q::run_at, run_at);
+      s.bind(Q::max_attempts, job.max_attempts);
+      s.bind(Q::now, now);
       if (job.unique_key) {
-        s.bind(6, std::string_view(*job.unique_key));
+        s.bind(Q::unique_key, std::string_view(*job.unique_key));
       } else {
-        s.bind_null(6);
+        s.bind_null(Q::unique_key);
       }
-      s.bind_blob(7, job.payload);
+      s.bind_blob(Q::payload, job.payload);
       if (auto done = s.step(); !done) return fail_with(done.error());
       results.push_back(Enqueued{c.last_insert_rowid(), true});
     }
@@ -139,34 +141,38 @@ class SqliteEngine final : public Engine {
   }
 
   Result<std::vector<Job>> lease(const LeaseRequest& request) override {
-    auto jobs =
-        write<std::vector<Job>>([&](Connection& c, std::int64_t now) -> Result<std::vector<Job>> {
-          auto lease = c.prepare(request.max_jobs == 1 ? sql::kLeaseOne : sql::kLease);
-          if (!lease) return fail_with(lease.error());
-          Statement& s = **lease;
-          s.bind(1, std::string_view(request.worker_id));
-          s.bind(2, now);
-          s.bind(3, static_cast<std::int64_t>(request.lease_duration.count()));
-          s.bind(4, std::string_view(request.queue));
-          s.bind(5, request.max_jobs);
-          std::vector<Job> leased;
-          while (true) {
-            auto row = s.step();
-            if (!row) return fail_with(row.error());
-            if (!*row) break;
-            leased.push_back(read_job(s));
-          }
-          return leased;
-        });
+    auto jobs = write<std::vector<Job>>([&](Connection& c,
+                                            std::int64_t now) -> Result<std::vector<Job>> {
+      // lease_one is lease for one job, with the same parameters.
+      using Q = sql::lease;
+      static_assert(Q::worker_id == sql::lease_one::worker_id && Q::now == sql::lease_one::now &&
+                    Q::lease_duration == sql::lease_one::lease_duration &&
+                    Q::queue == sql::lease_one::queue && Q::max_jobs == sql::lease_one::max_jobs);
+      auto lease = c.prepare(request.max_jobs == 1 ? sql::lease_one::text : Q::text);
+      if (!lease) return fail_with(lease.error());
+      Statement& s = **lease;
+      s.bind(Q::worker_id, std::string_view(request.worker_id));
+      s.bind(Q::now, now);
+      s.bind(Q::lease_duration, static_cast<std::int64_t>(request.lease_duration.count()));
+      s.bind(Q::queue, std::string_view(request.queue));
+      s.bind(Q::max_jobs, request.max_jobs);
+      std::vector<Job> leased;
+      while (true) {
+        auto row = s.step();
+        if (!row) return fail_with(row.error());
+        if (!*row) break;
+        leased.push_back(read_job(s));
+      }
+      return leased;
+    });
     if (jobs) sort_in_handout_order(*jobs);
     return jobs;
   }
 
   Result<std::vector<bool>> complete(std::span<const LeasedRef> refs, bool delete_row) override {
-    return settle(refs, delete_row ? sql::kCompleteDelete : sql::kComplete,
-                  [&](Statement& s, std::int64_t now) {
-                    if (!delete_row) s.bind(3, now);
-                  });
+    if (delete_row) return settle<sql::complete_delete>(refs, [](Statement&, std::int64_t) {});
+    return settle<sql::complete>(
+        refs, [](Statement& s, std::int64_t now) { s.bind(sql::complete::now, now); });
   }
 
   Result<std::vector<FailResult>> fail(std::span<const FailItem> items) override {
@@ -174,22 +180,23 @@ class SqliteEngine final : public Engine {
                                               std::int64_t now) -> Result<std::vector<FailResult>> {
       std::vector<FailResult> outcomes;
       for (const FailItem& item : items) {
-        auto fail = c.prepare(sql::kFail);
+        using Q = sql::fail;
+        auto fail = c.prepare(Q::text);
         if (!fail) return fail_with(fail.error());
         Statement& s = **fail;
-        s.bind(1, item.ref.id);
-        s.bind(2, std::string_view(item.ref.token.hex()));
-        s.bind(3, now);
-        s.bind(4, std::string_view(item.error));
+        s.bind(Q::id, item.ref.id);
+        s.bind(Q::token, std::string_view(item.ref.token.hex()));
+        s.bind(Q::now, now);
+        s.bind(Q::error, std::string_view(item.error));
         if (item.retry_after) {
-          s.bind(5, static_cast<std::int64_t>(item.retry_after->count()));
+          s.bind(Q::retry_after, static_cast<std::int64_t>(item.retry_after->count()));
         } else {
-          s.bind_null(5);
+          s.bind_null(Q::retry_after);
         }
-        s.bind(6, static_cast<std::int64_t>(item.backoff_base.count()));
-        s.bind(7, static_cast<std::int64_t>(item.backoff_cap.count()));
-        s.bind(8, item.backoff_factor);
-        s.bind(9, item.no_retry ? 1 : 0);
+        s.bind(Q::backoff_base, static_cast<std::int64_t>(item.backoff_base.count()));
+        s.bind(Q::backoff_cap, static_cast<std::int64_t>(item.backoff_cap.count()));
+        s.bind(Q::backoff_factor, item.backoff_factor);
+        s.bind(Q::no_retry, item.no_retry ? 1 : 0);
         auto row = s.step();
         if (!row) return fail_with(row.error());
         if (!*row) {
@@ -204,16 +211,16 @@ class SqliteEngine final : public Engine {
 
   Result<std::vector<bool>> extend(std::span<const LeasedRef> refs,
                                    Duration lease_duration) override {
-    return settle(refs, sql::kExtend, [&](Statement& s, std::int64_t now) {
-      s.bind(3, now);
-      s.bind(4, static_cast<std::int64_t>(lease_duration.count()));
+    return settle<sql::extend>(refs, [&](Statement& s, std::int64_t now) {
+      s.bind(sql::extend::now, now);
+      s.bind(sql::extend::lease_duration, static_cast<std::int64_t>(lease_duration.count()));
     });
   }
 
   Result<std::vector<bool>> release(std::span<const LeasedRef> refs, Duration delay) override {
-    return settle(refs, sql::kRelease, [&](Statement& s, std::int64_t now) {
-      s.bind(3, now);
-      s.bind(4, static_cast<std::int64_t>(delay.count()));
+    return settle<sql::release>(refs, [&](Statement& s, std::int64_t now) {
+      s.bind(sql::release::now, now);
+      s.bind(sql::release::delay, static_cast<std::int64_t>(delay.count()));
     });
   }
 
@@ -221,21 +228,22 @@ class SqliteEngine final : public Engine {
 
   Result<std::int64_t> rescue_expired(std::string_view queue) override {
     return write<std::int64_t>([&](Connection& c, std::int64_t now) -> Result<std::int64_t> {
-      auto rescue = c.prepare(sql::kRescueExpired);
+      using Q = sql::rescue_expired;
+      auto rescue = c.prepare(Q::text);
       if (!rescue) return fail_with(rescue.error());
-      (*rescue)->bind(1, queue);
-      (*rescue)->bind(2, now);
+      (*rescue)->bind(Q::queue, queue);
+      (*rescue)->bind(Q::now, now);
       if (auto ok = run(**rescue); !ok) return fail_with(ok.error());
       return c.changes();
     });
   }
 
   Result<std::vector<JobId>> cancel(std::span<const JobId> ids) override {
-    return change_each(ids, sql::kCancel);
+    return change_each<sql::cancel>(ids);
   }
 
   Result<std::vector<JobId>> retry(std::span<const JobId> ids) override {
-    return change_each(ids, sql::kRetry);
+    return change_each<sql::retry>(ids);
   }
 
   Result<std::int64_t> retry_all(std::string_view queue, JobState state) override {
@@ -246,13 +254,14 @@ class SqliteEngine final : public Engine {
     JobId after = 0;
     while (true) {
       auto ids = read<std::vector<JobId>>([&](Connection& c) -> Result<std::vector<JobId>> {
-        auto select = c.prepare(sql::kRetryCandidates);
+        using Q = sql::retry_candidates;
+        auto select = c.prepare(Q::text);
         if (!select) return fail_with(select.error());
         Statement& s = **select;
-        s.bind(1, queue);
-        s.bind(2, to_string(state));
-        s.bind(3, after);
-        s.bind(4, kRetryBatch);
+        s.bind(Q::queue, queue);
+        s.bind(Q::state, to_string(state));
+        s.bind(Q::after_id, after);
+        s.bind(Q::limit, kRetryBatch);
         std::vector<JobId> found;
         while (true) {
           auto row = s.step();
@@ -263,7 +272,7 @@ class SqliteEngine final : public Engine {
       });
       if (!ids) return fail_with(ids.error());
       if (ids->empty()) return total;
-      auto retried = change_each(*ids, sql::kRetry);
+      auto retried = change_each<sql::retry>(*ids);
       if (!retried) return fail_with(retried.error());
       total += static_cast<std::int64_t>(retried->size());
       after = ids->back();
@@ -283,12 +292,13 @@ class SqliteEngine final : public Engine {
     while (budget > 0) {
       const int batch = static_cast<int>(std::min<std::int64_t>(budget, kPurgeBatch));
       auto deleted = write<std::int64_t>([&](Connection& c, std::int64_t) -> Result<std::int64_t> {
-        auto purge = c.prepare(sql::kPurge);
+        using Q = sql::purge;
+        auto purge = c.prepare(Q::text);
         if (!purge) return fail_with(purge.error());
-        (*purge)->bind(1, std::string_view(request.queue));
-        (*purge)->bind(2, to_string(request.state));
-        (*purge)->bind(3, cutoff);
-        (*purge)->bind(4, batch);
+        (*purge)->bind(Q::queue, std::string_view(request.queue));
+        (*purge)->bind(Q::state, to_string(request.state));
+        (*purge)->bind(Q::finished_before, cutoff);
+        (*purge)->bind(Q::limit, batch);
         if (auto ok = run(**purge); !ok) return fail_with(ok.error());
         return c.changes();
       });
@@ -302,12 +312,13 @@ class SqliteEngine final : public Engine {
 
   Result<std::vector<QueueStats>> stats(std::optional<std::string_view> queue) override {
     return read<std::vector<QueueStats>>([&](Connection& c) -> Result<std::vector<QueueStats>> {
-      auto query = c.prepare(queue ? sql::kStatsQueue : sql::kStatsAll);
+      static_assert(sql::stats_all::now == sql::stats_queue::now);
+      auto query = c.prepare(queue ? sql::stats_queue::text : sql::stats_all::text);
       if (!query) return fail_with(query.error());
       Statement& s = **query;
       const std::int64_t now = now_micros();
-      s.bind(1, now);
-      if (queue) s.bind(2, *queue);
+      s.bind(sql::stats_all::now, now);
+      if (queue) s.bind(sql::stats_queue::queue, *queue);
       std::vector<QueueStats> result;
       while (true) {
         auto row = s.step();
@@ -332,22 +343,27 @@ class SqliteEngine final : public Engine {
   }
 
   Result<std::vector<Job>> list(const ListRequest& request) override {
-    const char* text = sql::kListAll;
     if (request.queue && request.state) {
-      text = *request.state == JobState::kRunning ? sql::kListQueueRunning : sql::kListQueueState;
-    } else if (request.queue) {
-      text = sql::kListQueue;
-    } else if (request.state) {
-      text = sql::kListState;
+      if (*request.state == JobState::kRunning) return list_with<sql::list_queue_running>(request);
+      return list_with<sql::list_queue_state>(request);
     }
+    if (request.queue) return list_with<sql::list_queue>(request);
+    if (request.state) return list_with<sql::list_state>(request);
+    return list_with<sql::list_all>(request);
+  }
+
+  // One of the list statements: each takes :after_id and :limit, and :queue and :state when
+  // it filters by them.
+  template <class Q>
+  Result<std::vector<Job>> list_with(const ListRequest& request) {
     return read<std::vector<Job>>([&](Connection& c) -> Result<std::vector<Job>> {
-      auto query = c.prepare(text);
+      auto query = c.prepare(Q::text);
       if (!query) return fail_with(query.error());
       Statement& s = **query;
-      s.bind(1, request.after_id.value_or(0));
-      s.bind(2, request.limit);
-      if (request.queue) s.bind(3, std::string_view(*request.queue));
-      if (request.state) s.bind(4, to_string(*request.state));
+      s.bind(Q::after_id, request.after_id.value_or(0));
+      s.bind(Q::limit, request.limit);
+      if constexpr (requires { Q::queue; }) s.bind(Q::queue, std::string_view(*request.queue));
+      if constexpr (requires { Q::state; }) s.bind(Q::state, to_string(*request.state));
       std::vector<Job> jobs;
       while (true) {
         auto row = s.step();
@@ -363,14 +379,15 @@ class SqliteEngine final : public Engine {
       TimePoint since, std::optional<std::string_view> queue) override {
     return read<std::vector<FinishedCounts>>(
         [&](Connection& c) -> Result<std::vector<FinishedCounts>> {
-          auto query = c.prepare(sql::kFinishedSince);
+          using Q = sql::finished_since;
+          auto query = c.prepare(Q::text);
           if (!query) return fail_with(query.error());
           Statement& s = **query;
-          s.bind(1, to_micros(since));
+          s.bind(Q::since, to_micros(since));
           if (queue) {
-            s.bind(2, *queue);
+            s.bind(Q::queue, *queue);
           } else {
-            s.bind_null(2);
+            s.bind_null(Q::queue);
           }
           std::vector<FinishedCounts> counts;
           while (true) {
@@ -384,10 +401,11 @@ class SqliteEngine final : public Engine {
 
   Status set_paused(std::string_view queue, bool paused) override {
     auto done = write<bool>([&](Connection& c, std::int64_t now) -> Result<bool> {
-      auto statement = c.prepare(paused ? sql::kPause : sql::kResume);
+      static_assert(sql::pause::queue == sql::resume::queue);
+      auto statement = c.prepare(paused ? sql::pause::text : sql::resume::text);
       if (!statement) return fail_with(statement.error());
-      (*statement)->bind(1, queue);
-      if (paused) (*statement)->bind(2, now);
+      (*statement)->bind(sql::pause::queue, queue);
+      if (paused) (*statement)->bind(sql::pause::now, now);
       if (auto ok = run(**statement); !ok) return fail_with(ok.error());
       return true;
     });
@@ -397,23 +415,24 @@ class SqliteEngine final : public Engine {
 
   Result<bool> upsert_schedule(const Schedule& schedule) override {
     return write<bool>([&](Connection& c, std::int64_t now) -> Result<bool> {
-      auto find = c.prepare(sql::kFindSchedule);
+      auto find = c.prepare(sql::find_schedule::text);
       if (!find) return fail_with(find.error());
-      (*find)->bind(1, std::string_view(schedule.name));
+      (*find)->bind(sql::find_schedule::name, std::string_view(schedule.name));
       auto existed = (*find)->step();
       if (!existed) return fail_with(existed.error());
       const bool created = !*existed;
       find->reset();
-      auto upsert = c.prepare(sql::kUpsertSchedule);
+      using Q = sql::upsert_schedule;
+      auto upsert = c.prepare(Q::text);
       if (!upsert) return fail_with(upsert.error());
       Statement& s = **upsert;
-      s.bind(1, std::string_view(schedule.name));
-      s.bind(2, std::string_view(schedule.queue));
-      s.bind(3, std::string_view(schedule.spec));
-      s.bind_blob(4, schedule.payload);
-      s.bind(5, schedule.priority);
-      s.bind(6, schedule.max_attempts);
-      s.bind(7, now);
+      s.bind(Q::name, std::string_view(schedule.name));
+      s.bind(Q::queue, std::string_view(schedule.queue));
+      s.bind(Q::spec, std::string_view(schedule.spec));
+      s.bind_blob(Q::payload, schedule.payload);
+      s.bind(Q::priority, schedule.priority);
+      s.bind(Q::max_attempts, schedule.max_attempts);
+      s.bind(Q::now, now);
       if (auto ok = run(s); !ok) return fail_with(ok.error());
       return created;
     });
@@ -421,7 +440,7 @@ class SqliteEngine final : public Engine {
 
   Result<std::vector<Schedule>> list_schedules() override {
     return read<std::vector<Schedule>>([&](Connection& c) -> Result<std::vector<Schedule>> {
-      auto query = c.prepare(sql::kListSchedules);
+      auto query = c.prepare(sql::list_schedules::text);
       if (!query) return fail_with(query.error());
       Statement& s = **query;
       std::vector<Schedule> schedules;
@@ -445,9 +464,9 @@ class SqliteEngine final : public Engine {
 
   Result<bool> delete_schedule(std::string_view name) override {
     return write<bool>([&](Connection& c, std::int64_t) -> Result<bool> {
-      auto statement = c.prepare(sql::kDeleteSchedule);
+      auto statement = c.prepare(sql::delete_schedule::text);
       if (!statement) return fail_with(statement.error());
-      (*statement)->bind(1, name);
+      (*statement)->bind(sql::delete_schedule::name, name);
       if (auto ok = run(**statement); !ok) return fail_with(ok.error());
       return c.changes() == 1;
     });
@@ -457,10 +476,10 @@ class SqliteEngine final : public Engine {
     return write<std::optional<JobId>>(
         [&](Connection& c, std::int64_t now) -> Result<std::optional<JobId>> {
           // Taking the tick and inserting its job commit together or not at all.
-          auto take = c.prepare(sql::kTakeTick);
+          auto take = c.prepare(sql::take_tick::text);
           if (!take) return fail_with(take.error());
-          (*take)->bind(1, name);
-          (*take)->bind(2, to_micros(tick));
+          (*take)->bind(sql::take_tick::name, name);
+          (*take)->bind(sql::take_tick::tick, to_micros(tick));
           auto taken = (*take)->step();
           if (!taken) return fail_with(taken.error());
           if (!*taken) return std::optional<JobId>{};
@@ -481,12 +500,13 @@ class SqliteEngine final : public Engine {
 
   Result<bool> claim_task(std::string_view task, Duration interval, std::string_view by) override {
     return write<bool>([&](Connection& c, std::int64_t now) -> Result<bool> {
-      auto claim = c.prepare(sql::kClaimTask);
+      using Q = sql::claim_task;
+      auto claim = c.prepare(Q::text);
       if (!claim) return fail_with(claim.error());
-      (*claim)->bind(1, task);
-      (*claim)->bind(2, now);
-      (*claim)->bind(3, static_cast<std::int64_t>(interval.count()));
-      (*claim)->bind(4, by);
+      (*claim)->bind(Q::task, task);
+      (*claim)->bind(Q::now, now);
+      (*claim)->bind(Q::interval, static_cast<std::int64_t>(interval.count()));
+      (*claim)->bind(Q::claimed_by, by);
       if (auto ok = run(**claim); !ok) return fail_with(ok.error());
       return c.changes() == 1;
     });
@@ -496,9 +516,9 @@ class SqliteEngine final : public Engine {
 
   Result<std::optional<Job>> get(JobId id) override {
     return read<std::optional<Job>>([&](Connection& c) -> Result<std::optional<Job>> {
-      auto query = c.prepare(sql::kGet);
+      auto query = c.prepare(sql::get::text);
       if (!query) return fail_with(query.error());
-      (*query)->bind(1, id);
+      (*query)->bind(sql::get::id, id);
       auto row = (*query)->step();
       if (!row) return fail_with(row.error());
       if (!*row) return std::optional<Job>{};
@@ -570,20 +590,20 @@ class SqliteEngine final : public Engine {
     return body(*connection->get());
   }
 
-  // One fenced statement per ref (?1 id, ?2 token), all in one transaction.
-  template <class BindRest>
-  Result<std::vector<bool>> settle(std::span<const LeasedRef> refs, const char* text,
-                                   BindRest&& bind_rest) {
+  // One fenced statement Q (:id, :token, and what bind_rest binds) per ref, all in one
+  // transaction.
+  template <class Q, class BindRest>
+  Result<std::vector<bool>> settle(std::span<const LeasedRef> refs, BindRest&& bind_rest) {
     return write<std::vector<bool>>(
         [&](Connection& c, std::int64_t now) -> Result<std::vector<bool>> {
           std::vector<bool> accepted;
           accepted.reserve(refs.size());
           for (const LeasedRef& ref : refs) {
-            auto statement = c.prepare(text);
+            auto statement = c.prepare(Q::text);
             if (!statement) return fail_with(statement.error());
             Statement& s = **statement;
-            s.bind(1, ref.id);
-            s.bind(2, std::string_view(ref.token.hex()));
+            s.bind(Q::id, ref.id);
+            s.bind(Q::token, std::string_view(ref.token.hex()));
             bind_rest(s, now);
             if (auto ok = run(s); !ok) return fail_with(ok.error());
             accepted.push_back(c.changes() == 1);
@@ -592,16 +612,17 @@ class SqliteEngine final : public Engine {
         });
   }
 
-  // One statement (?1 id, ?2 now) per id in one transaction; returns the ids it changed.
-  Result<std::vector<JobId>> change_each(std::span<const JobId> ids, const char* text) {
+  // One statement Q (:id, :now) per id in one transaction; returns the ids it changed.
+  template <class Q>
+  Result<std::vector<JobId>> change_each(std::span<const JobId> ids) {
     return write<std::vector<JobId>>(
         [&](Connection& c, std::int64_t now) -> Result<std::vector<JobId>> {
           std::vector<JobId> changed;
           for (JobId id : ids) {
-            auto statement = c.prepare(text);
+            auto statement = c.prepare(Q::text);
             if (!statement) return fail_with(statement.error());
-            (*statement)->bind(1, id);
-            (*statement)->bind(2, now);
+            (*statement)->bind(Q::id, id);
+            (*statement)->bind(Q::now, now);
             if (auto ok = run(**statement); !ok) return fail_with(ok.error());
             if (c.changes() == 1) changed.push_back(id);
           }
@@ -634,16 +655,16 @@ Result<bool> SqliteEngine::wait_for_work(std::string_view queue, Duration timeou
   if (!connection) return fail_with(connection.error());
   Connection& c = *connection->get();
   auto read_data_version = [&]() -> Result<std::int64_t> {
-    auto pragma = c.prepare(sql::kDataVersion);
+    auto pragma = c.prepare(sql::data_version::text);
     if (!pragma) return fail_with(pragma.error());
     if (auto ok = (*pragma)->step(); !ok) return fail_with(ok.error());
     return (*pragma)->int64(0);
   };
   auto has_due_job = [&]() -> Result<bool> {
-    auto query = c.prepare(sql::kHasDueJob);
+    auto query = c.prepare(sql::has_due_job::text);
     if (!query) return fail_with(query.error());
-    (*query)->bind(1, queue);
-    (*query)->bind(2, now_micros());
+    (*query)->bind(sql::has_due_job::queue, queue);
+    (*query)->bind(sql::has_due_job::now, now_micros());
     if (auto ok = (*query)->step(); !ok) return fail_with(ok.error());
     return (*query)->int64(0) != 0;
   };

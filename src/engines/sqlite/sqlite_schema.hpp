@@ -1,4 +1,5 @@
-// engines/sqlite/sqlite_schema.hpp — the SQLite schema as numbered migrations.
+// engines/sqlite/sqlite_schema.hpp — the SQLite schema as numbered migrations, the files of
+// sql/migrations/ (embedded by cmake/EmbedSql.cmake).
 //
 // Invariant: migrations are append-only (core/schema_policy.hpp, which decides what runs and
 // what a newer or missing schema says). readpast_schema_version holds one row per applied
@@ -7,10 +8,11 @@
 #pragma once
 
 #include "engines/sqlite/sqlite_connection.hpp"
+#include "engines/sqlite/sqlite_statements.hpp"
 
 namespace readpast::detail::sqlite {
 
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = sql::migration_count;
 
 // Applies the missing migrations up to `target` in one IMMEDIATE transaction (so
 // concurrent inits serialise); returns the version in force. kSchema when the file is

@@ -1,0 +1,281 @@
+-- Every statement of the SQLite engine. cmake/EmbedSql.cmake builds them into the engine
+-- (sqlite_statements.hpp): each "-- name:" starts one, and each :parameter becomes a constant
+-- the engine binds by. Comment lines are documentation and are left out of the embedded text.
+--
+-- Times are INTEGER microseconds since the Unix epoch (UTC). :now is always read from the
+-- clock after BEGIN IMMEDIATE took the write lock, so every statement of a transaction sees one
+-- consistent time (on one machine, the host clock is the database's clock). The columns of a
+-- job come in the order read_job() expects (docs/schema.md): id, queue, state, priority,
+-- run_at, attempts, max_attempts, lease_token, leased_by, lease_expires_at, enqueued_at,
+-- started_at, finished_at, unique_key, last_error, payload.
+
+-- name: create_version_table
+CREATE TABLE IF NOT EXISTS readpast_schema_version (
+  version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL DEFAULT (datetime('now')));
+
+-- name: has_version_table
+SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'readpast_schema_version';
+
+-- name: schema_version
+-- max() of no rows is NULL, read as 0.
+SELECT max(version) FROM readpast_schema_version;
+
+-- name: record_version
+INSERT INTO readpast_schema_version (version) VALUES (:version);
+
+-- name: find_unique_holder
+SELECT id FROM readpast_jobs WHERE queue = :queue AND unique_key = :unique_key
+  AND state IN ('available', 'running');
+
+-- name: insert_job
+-- The new id is read with sqlite3_last_insert_rowid(), not RETURNING: RETURNING buffers its
+-- rows in an ephemeral table that every execution would build and free.
+INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempts,
+                           enqueued_at, unique_key, payload)
+  VALUES (:queue, 'available', :priority, :run_at, 0, :max_attempts, :now, :unique_key,
+          :payload);
+
+-- name: lease
+-- The sub-select walks readpast_jobs_lease in (priority, run_at, id) order. RETURNING order
+-- is unspecified, so the engine sorts the rows it returns (core/handout_order.hpp).
+UPDATE readpast_jobs SET state = 'running', attempts = attempts + 1,
+    lease_token = lower(hex(randomblob(16))), leased_by = :worker_id,
+    lease_expires_at = :now + :lease_duration, started_at = :now
+  WHERE id IN (SELECT id FROM readpast_jobs
+               WHERE queue = :queue AND state = 'available' AND run_at <= :now
+                 AND NOT EXISTS (SELECT 1 FROM readpast_queues
+                                 WHERE name = :queue AND paused_at IS NOT NULL)
+               ORDER BY priority, run_at, id LIMIT :max_jobs)
+  RETURNING id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+            lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error,
+            payload;
+
+-- name: lease_one
+-- The same for one job (:max_jobs is 1). SQLite builds an ephemeral table (a b-tree with a
+-- page cache of its own, allocated and freed by every execution) for IN (sub-select) and one
+-- for the UPDATE's row set when it also has RETURNING; `id = (sub-select)` needs neither,
+-- which leaves the one RETURNING buffers its rows in.
+UPDATE readpast_jobs SET state = 'running', attempts = attempts + 1,
+    lease_token = lower(hex(randomblob(16))), leased_by = :worker_id,
+    lease_expires_at = :now + :lease_duration, started_at = :now
+  WHERE id = (SELECT id FROM readpast_jobs
+              WHERE queue = :queue AND state = 'available' AND run_at <= :now
+                AND NOT EXISTS (SELECT 1 FROM readpast_queues
+                                WHERE name = :queue AND paused_at IS NOT NULL)
+              ORDER BY priority, run_at, id LIMIT :max_jobs)
+  RETURNING id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+            lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error,
+            payload;
+
+-- name: rescue_expired
+UPDATE readpast_jobs SET
+    state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'available' END,
+    finished_at = CASE WHEN attempts >= max_attempts THEN :now END,
+    run_at = CASE WHEN attempts >= max_attempts THEN run_at ELSE :now END,
+    last_error = CASE WHEN attempts >= max_attempts
+                      THEN 'lease expired after ' || attempts || ' attempts (worker lost)'
+                      ELSE 'lease expired (worker lost)' END,
+    lease_expires_at = NULL
+  WHERE queue = :queue AND state = 'running' AND lease_expires_at <= :now;
+
+-- The settling calls are fenced: each changes the job only while it is running under the
+-- lease :token.
+
+-- name: complete
+UPDATE readpast_jobs SET state = 'succeeded', finished_at = :now, lease_expires_at = NULL
+  WHERE id = :id AND state = 'running' AND lease_token = :token;
+
+-- name: complete_delete
+DELETE FROM readpast_jobs WHERE id = :id AND state = 'running' AND lease_token = :token;
+
+-- name: fail
+-- :retry_after NULL: use the backoff, min(:backoff_cap, :backoff_base * 2^(attempts-1)) *
+-- :backoff_factor, computed in REAL arithmetic so that it cannot overflow; the exponent is
+-- clamped at 40 like Backoff::delay_after. :no_retry 1: dead now.
+UPDATE readpast_jobs SET
+    state = CASE WHEN attempts >= max_attempts OR :no_retry THEN 'dead' ELSE 'available' END,
+    finished_at = CASE WHEN attempts >= max_attempts OR :no_retry THEN :now END,
+    run_at = CASE WHEN attempts >= max_attempts OR :no_retry THEN run_at
+                  ELSE :now + coalesce(:retry_after,
+                         CAST(min(:backoff_cap * 1.0,
+                                  :backoff_base * 1.0 * (1 << min(max(attempts - 1, 0), 40)))
+                              * :backoff_factor AS INTEGER)) END,
+    last_error = :error, lease_expires_at = NULL
+  WHERE id = :id AND state = 'running' AND lease_token = :token
+  RETURNING state;
+
+-- name: extend
+UPDATE readpast_jobs SET lease_expires_at = :now + :lease_duration
+  WHERE id = :id AND state = 'running' AND lease_token = :token;
+
+-- name: release
+-- Gives back the attempt the lease spent.
+UPDATE readpast_jobs SET state = 'available', run_at = :now + :delay,
+    attempts = max(attempts - 1, 0), lease_expires_at = NULL
+  WHERE id = :id AND state = 'running' AND lease_token = :token;
+
+-- name: cancel
+UPDATE readpast_jobs SET state = 'cancelled', finished_at = :now, lease_expires_at = NULL
+  WHERE id = :id AND state IN ('available', 'running');
+
+-- name: retry
+-- A job whose unique key a live job of its queue holds now stays where it is: it cannot
+-- become live again without breaking the key's promise.
+UPDATE readpast_jobs SET state = 'available', attempts = 0, run_at = :now, finished_at = NULL,
+    lease_expires_at = NULL
+  WHERE id = :id AND state IN ('dead', 'cancelled')
+    AND NOT (unique_key IS NOT NULL
+             AND EXISTS (SELECT 1 FROM readpast_jobs h
+                         WHERE h.queue = readpast_jobs.queue
+                           AND h.unique_key = readpast_jobs.unique_key
+                           AND h.state IN ('available', 'running')));
+
+-- readpast_jobs_queue_state leaves running jobs out (migration 4). SQLite uses a partial index
+-- only for a statement whose WHERE repeats the index's condition word for word (state =
+-- :state alone cannot prove it), hence the `state <> 'running'` below.
+
+-- name: retry_candidates
+-- The next ids retry_all goes through (:state is dead or cancelled), one small transaction
+-- at a time, along readpast_jobs_queue_state.
+SELECT id FROM readpast_jobs
+  WHERE queue = :queue AND state = :state AND state IN ('dead', 'cancelled')
+    AND state <> 'running' AND id > :after_id
+  ORDER BY id LIMIT :limit;
+
+-- name: purge
+-- Finished at or before :finished_before. Walks readpast_jobs_finished: the OR chain repeats
+-- the index's condition word for word, which is what lets SQLite use a partial index here.
+DELETE FROM readpast_jobs WHERE id IN (
+  SELECT id FROM readpast_jobs
+    WHERE queue = :queue AND state = :state
+      AND (state = 'succeeded' OR state = 'dead' OR state = 'cancelled')
+      AND finished_at <= :finished_before
+    ORDER BY finished_at LIMIT :limit);
+
+-- name: stats_all
+-- One row per (queue, state); scheduled and oldest only matter for 'available'. Every state
+-- but running is counted along readpast_jobs_queue_state, running jobs along
+-- readpast_jobs_expiry. Paused queues come as one more row, of state 'paused', so that a
+-- paused queue without jobs is listed too.
+SELECT queue, state, count(*), coalesce(sum(run_at > :now), 0),
+       min(CASE WHEN run_at <= :now THEN run_at END)
+  FROM readpast_jobs WHERE state <> 'running' GROUP BY queue, state
+UNION ALL
+SELECT queue, 'running', count(*), 0, NULL FROM readpast_jobs WHERE state = 'running'
+  GROUP BY queue
+UNION ALL
+SELECT name, 'paused', 0, 0, NULL FROM readpast_queues WHERE paused_at IS NOT NULL
+ORDER BY 1;
+
+-- name: stats_queue
+-- stats_all for one queue.
+SELECT queue, state, count(*), coalesce(sum(run_at > :now), 0),
+       min(CASE WHEN run_at <= :now THEN run_at END)
+  FROM readpast_jobs WHERE state <> 'running' AND queue = :queue GROUP BY queue, state
+UNION ALL
+SELECT queue, 'running', count(*), 0, NULL FROM readpast_jobs
+  WHERE state = 'running' AND queue = :queue GROUP BY queue
+UNION ALL
+SELECT name, 'paused', 0, 0, NULL FROM readpast_queues
+  WHERE paused_at IS NOT NULL AND name = :queue;
+
+-- name: finished_since
+-- Since :since (exclusive), for :queue (NULL: every queue). Walks readpast_jobs_finished,
+-- whose condition the OR chain repeats (see purge).
+SELECT queue, coalesce(sum(state = 'succeeded'), 0), coalesce(sum(state = 'dead'), 0)
+  FROM readpast_jobs
+  WHERE (state = 'succeeded' OR state = 'dead' OR state = 'cancelled')
+    AND state IN ('succeeded', 'dead') AND finished_at > :since
+    AND (:queue IS NULL OR queue = :queue)
+  GROUP BY queue ORDER BY queue;
+
+-- name: pause
+-- Pausing keeps the first pause time.
+INSERT INTO readpast_queues (name, paused_at) VALUES (:queue, :now)
+  ON CONFLICT (name) DO UPDATE SET paused_at = coalesce(paused_at, excluded.paused_at);
+
+-- name: resume
+UPDATE readpast_queues SET paused_at = NULL WHERE name = :queue;
+
+-- name: find_schedule
+SELECT 1 FROM readpast_schedules WHERE name = :name;
+
+-- name: upsert_schedule
+-- A replaced schedule keeps its created_at and last tick.
+INSERT INTO readpast_schedules (name, queue, spec, payload, priority, max_attempts, created_at)
+  VALUES (:name, :queue, :spec, :payload, :priority, :max_attempts, :now)
+  ON CONFLICT (name) DO UPDATE SET queue = excluded.queue, spec = excluded.spec,
+    payload = excluded.payload, priority = excluded.priority,
+    max_attempts = excluded.max_attempts;
+
+-- name: list_schedules
+SELECT name, queue, spec, payload, priority, max_attempts, created_at, last_tick_at
+  FROM readpast_schedules ORDER BY name;
+
+-- name: delete_schedule
+DELETE FROM readpast_schedules WHERE name = :name;
+
+-- name: take_tick
+-- Takes the tick when nobody has yet; returns what the job needs.
+UPDATE readpast_schedules SET last_tick_at = :tick
+  WHERE name = :name AND coalesce(last_tick_at, created_at) < :tick
+  RETURNING queue, payload, priority, max_attempts;
+
+-- name: claim_task
+-- Claimed when the row is new or its time has come.
+INSERT INTO readpast_tasks (task, next_run_at, claimed_by, claimed_at)
+  VALUES (:task, :now + :interval, :claimed_by, :now)
+  ON CONFLICT (task) DO UPDATE SET next_run_at = excluded.next_run_at,
+    claimed_by = excluded.claimed_by, claimed_at = excluded.claimed_at
+  WHERE readpast_tasks.next_run_at <= :now;
+
+-- list: one statement per filter combination, so that each can use an index; keyset paging
+-- after :after_id.
+
+-- name: list_all
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs WHERE id > :after_id ORDER BY id LIMIT :limit;
+
+-- name: list_queue
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs WHERE id > :after_id AND queue = :queue ORDER BY id LIMIT :limit;
+
+-- name: list_state
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs WHERE id > :after_id AND state = :state ORDER BY id LIMIT :limit;
+
+-- name: list_queue_state
+-- One range of readpast_jobs_queue_state, for every state but running (list_queue_running).
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs
+  WHERE id > :after_id AND queue = :queue AND state = :state AND state <> 'running'
+  ORDER BY id LIMIT :limit;
+
+-- name: list_queue_running
+-- The queue's running jobs (:state is 'running'), found along readpast_jobs_expiry and
+-- sorted: there are only as many as its workers hold. The literal is what lets SQLite use
+-- that partial index.
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs
+  WHERE id > :after_id AND queue = :queue AND state = :state AND state = 'running'
+  ORDER BY id LIMIT :limit;
+
+-- name: get
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs WHERE id = :id;
+
+-- name: data_version
+-- wait_for_work: PRAGMA data_version changes when another connection commits.
+PRAGMA data_version;
+
+-- name: has_due_job
+-- Is a job due (and the queue not paused)?
+SELECT EXISTS (SELECT 1 FROM readpast_jobs
+               WHERE queue = :queue AND state = 'available' AND run_at <= :now)
+   AND NOT EXISTS (SELECT 1 FROM readpast_queues WHERE name = :queue AND paused_at IS NOT NULL);
