@@ -1,10 +1,8 @@
 #include "readpast/job.hpp"
 
-#include <sys/random.h>
-
 #include <array>
-#include <cerrno>
-#include <stdexcept>
+
+#include "core/random_bytes.hpp"
 
 namespace readpast {
 
@@ -51,20 +49,13 @@ Result<LeaseToken> LeaseToken::from_hex(std::string_view hex) {
 }
 
 LeaseToken LeaseToken::random() {
-  std::array<unsigned char, 16> bytes{};
-  std::size_t filled = 0;
-  while (filled < bytes.size()) {
-    ssize_t n = ::getrandom(bytes.data() + filled, bytes.size() - filled, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw std::runtime_error("getrandom failed");  // no entropy source: a broken system
-    }
-    filled += static_cast<std::size_t>(n);
-  }
+  std::array<char, 16> bytes{};
+  detail::fill_random(bytes);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
   hex.reserve(32);
-  for (unsigned char b : bytes) {
+  for (char c : bytes) {
+    const auto b = static_cast<unsigned char>(c);
     hex.push_back(kHex[b >> 4]);
     hex.push_back(kHex[b & 0xf]);
   }

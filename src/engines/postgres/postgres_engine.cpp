@@ -1,18 +1,15 @@
 #include "engines/postgres/postgres_engine.hpp"
 
-#include <sys/random.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <set>
-#include <stdexcept>
 #include <tuple>
 #include <utility>
 
 #include "core/handout_order.hpp"
+#include "core/random_bytes.hpp"
 #include "core/schema_policy.hpp"
 #include "core/utf8.hpp"
 #include "engines/postgres/pg_connection.hpp"
@@ -58,18 +55,10 @@ Params ref_params(std::span<const LeasedRef> refs) {
 }
 
 // `count` lease tokens of 128 bits each from the operating system's random source, as the
-// uuid[] the lease statement takes (one getrandom call for all of them).
+// uuid[] the lease statement takes (one call to the random source for all of them).
 ArrayParam fresh_tokens(int count) {
   std::string bytes(static_cast<std::size_t>(count) * 16, '\0');
-  std::size_t filled = 0;
-  while (filled < bytes.size()) {
-    const ssize_t n = ::getrandom(bytes.data() + filled, bytes.size() - filled, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw std::runtime_error("getrandom failed");  // no entropy source: a broken system
-    }
-    filled += static_cast<std::size_t>(n);
-  }
+  fill_random(bytes);
   ArrayParam tokens(Oid::kUuid);
   for (std::size_t at = 0; at < bytes.size(); at += 16) {
     tokens.add(std::string_view(bytes).substr(at, 16));
