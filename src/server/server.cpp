@@ -53,11 +53,13 @@ struct Server::Impl final : RequestScreen {
   const ServerOptions options;
   const RequestGuard guard;
   Router router;
-  std::unique_ptr<HttpService> http;
 
   // Safe to use from any thread.
   Throughput throughput;
   RequestMetrics request_metrics;
+
+  // Last, so that it is destroyed first: its pool's routes use everything above.
+  std::unique_ptr<HttpService> http;
 };
 
 std::optional<HttpResponse> Server::Impl::screen(HttpRequest& head) {
