@@ -63,7 +63,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   std::optional<boost::beast::http::response<boost::beast::http::string_body>> response_;
-  std::array<char, 16384> drain_buffer_{};
+  std::array<char, 4096> drain_buffer_{};  // what a refused client still sends, dropped
   std::size_t drained_ = 0;
   HttpRequest request_;
   unsigned version_ = 11;
