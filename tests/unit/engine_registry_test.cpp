@@ -25,7 +25,8 @@ TEST(EngineRegistry, EveryEngineHasOneSchemeAndOneOpenerOfTheSameName) {
   }
   // The shared suites run on exactly the engines of the build.
   std::set<std::string_view> tested;
-  for (const auto& engine : test::engines_under_test()) tested.insert(engine.name);
+  const auto fixtures = test::engines_under_test();
+  for (const auto& engine : fixtures) tested.insert(engine.name);
   EXPECT_EQ(tested, names);
 }
 
