@@ -21,6 +21,13 @@ namespace {
 constexpr std::string_view kSingletonHeaders[] = {"Host",   "Authorization",  "Content-Type",
                                                   "Origin", "Sec-Fetch-Site", "Expect"};
 
+// 503 with Retry-After: the server is at one of its caps; the client may come back shortly.
+HttpResponse busy_response(const std::string& message) {
+  HttpResponse busy = error_response(503, "unavailable", message + "; retry shortly");
+  busy.headers.emplace_back("Retry-After", "1");
+  return busy;
+}
+
 }  // namespace
 
 HttpConnection::HttpConnection(asio::ip::tcp::socket socket, HttpService::State& state)
@@ -105,12 +112,9 @@ void HttpConnection::on_head(error_code ec) {
   // A slot before the body: at most max_concurrent_requests bodies are in memory at once.
   if (state_.in_flight.fetch_add(1) >= state_.limits.max_concurrent_requests) {
     --state_.in_flight;
-    HttpResponse busy = error_response(503, "unavailable",
-                                       "the server is busy (" +
-                                           std::to_string(state_.limits.max_concurrent_requests) +
-                                           " requests in progress); retry shortly");
-    busy.headers.emplace_back("Retry-After", "1");
-    return refuse(std::move(busy));
+    return refuse(busy_response("the server is busy (" +
+                                std::to_string(state_.limits.max_concurrent_requests) +
+                                " requests in progress)"));
   }
   holds_slot_ = true;
   busy_ = true;
@@ -173,12 +177,8 @@ void HttpConnection::refuse(HttpResponse response) {
 
 void HttpConnection::refuse_over_capacity() {
   counted_as_refusing_ = true;
-  HttpResponse busy =
-      error_response(503, "unavailable",
-                     "the server has " + std::to_string(state_.limits.max_connections) +
-                         " connections open, its limit; retry shortly");
-  busy.headers.emplace_back("Retry-After", "1");
-  refuse(std::move(busy));
+  refuse(busy_response("the server has " + std::to_string(state_.limits.max_connections) +
+                       " connections open, its limit"));
 }
 
 void HttpConnection::write(HttpResponse response, After after) {
