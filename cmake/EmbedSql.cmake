@@ -1,22 +1,39 @@
 # Embeds an engine's SQL, kept in .sql files readable and runnable as SQL, into a C++ header:
-#   cmake -DSTATEMENTS=a.sql -DMIGRATIONS_DIR=dir -DOUTPUT=x.hpp -DNAMESPACE=ns -P EmbedSql.cmake
+#   cmake -DSTATEMENTS=a.sql -DMIGRATIONS_DIR=dir -DOUTPUT=x.hpp -DNAMESPACE=ns
+#         [-DPARAMS=named|dollar|question] -P EmbedSql.cmake
 #
 # STATEMENTS holds named statements, each introduced by a line "-- name: NAME" (NAME a C++
 # identifier) and running to the next such line; comment lines are documentation and left
-# out of the embedded text, as is a final ';'. Each becomes
-#   struct NAME { static constexpr const char* text = "..."; static constexpr int PARAM = N; };
-# with one constant per named parameter (:PARAM) holding the index SQLite gives it: named
-# parameters are numbered in the order they first appear (https://sqlite.org/lang_expr.html
-# "Parameters"), so code binds by name and the numbering is never written by hand.
+# out of the embedded text, as is a final ';'. Parameters are written :name everywhere (a
+# PostgreSQL cast `::type` is not one). Each statement becomes
+#   struct NAME { static constexpr const char* text = "..."; static constexpr int PARAM = N;
+#                 static constexpr int param_count = K; };
+# where the parameters are numbered 1..K in the order they first appear, so code binds by
+# name and no number is ever written by hand. PARAMS says what the driver is sent:
+#   named     (SQLite, the default) the text keeps :name; SQLite numbers named parameters
+#             in the same order (https://sqlite.org/lang_expr.html "Parameters").
+#   dollar    (libpq) each :name becomes $N.
+#   question  (MariaDB) each occurrence becomes ?, and `static constexpr std::array<int, M>
+#             positions` gives the parameter N bound at each ?, in order (a name used twice
+#             is bound twice).
 #
 # MIGRATIONS_DIR holds NNNN_what.sql, numbered from 0001 without gaps: they become
-# `migrations` (migration N at [N - 1]) and `migration_count`, the schema version.
+# `migrations` (migration N at [N - 1]) and `migration_count`, the schema version. They run
+# as scripts and are embedded as written.
 cmake_policy(VERSION 3.25)
 foreach(var STATEMENTS MIGRATIONS_DIR OUTPUT NAMESPACE)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "EmbedSql.cmake: ${var} is required")
   endif()
 endforeach()
+if(NOT DEFINED PARAMS)
+  set(PARAMS named)
+endif()
+if(NOT PARAMS MATCHES "^(named|dollar|question)$")
+  message(FATAL_ERROR "EmbedSql.cmake: PARAMS must be named, dollar or question, not '${PARAMS}'")
+endif()
+# Stands for a PostgreSQL cast (::) while parameters are looked for; no SQL contains it.
+set(cast_mark "@READPAST_CAST@")
 
 set(delimiter "readpast_sql")
 
@@ -49,22 +66,50 @@ foreach(marker IN LISTS names)
   if(text STREQUAL "")
     message(FATAL_ERROR "EmbedSql.cmake: statement '${name}' is empty")
   endif()
-  # Named parameters in order of first appearance, outside string literals.
+  # Named parameters in order of first appearance, outside string literals; none may hide
+  # inside one, where it would be sent as text.
+  string(REGEX MATCHALL "'[^']*'" literals "${text}")
+  foreach(literal IN LISTS literals)
+    if(literal MATCHES ":[A-Za-z_]")
+      message(FATAL_ERROR "EmbedSql.cmake: statement '${name}' has a ':name' inside the literal ${literal}")
+    endif()
+  endforeach()
+  string(REPLACE "::" "${cast_mark}" text "${text}")
   string(REGEX REPLACE "'[^']*'" "''" unquoted "${text}")
   string(REGEX MATCHALL ":[A-Za-z_][A-Za-z0-9_]*" found "${unquoted}")
   set(params "")
+  set(occurrences "")
   foreach(p IN LISTS found)
     string(SUBSTRING "${p}" 1 -1 p)
     if(NOT p IN_LIST params)
       list(APPEND params "${p}")
     endif()
+    list(FIND params "${p}" at)
+    math(EXPR at "${at} + 1")
+    list(APPEND occurrences ${at})
   endforeach()
+  set(index 0)
+  foreach(p IN LISTS params)
+    math(EXPR index "${index} + 1")
+    if(PARAMS STREQUAL "dollar")
+      string(REGEX REPLACE ":${p}([^A-Za-z0-9_]|$)" "$${index}\\1" text "${text}")
+    elseif(PARAMS STREQUAL "question")
+      string(REGEX REPLACE ":${p}([^A-Za-z0-9_]|$)" "?\\1" text "${text}")
+    endif()
+  endforeach()
+  string(REPLACE "${cast_mark}" "::" text "${text}")
   string(APPEND body "struct ${name} {\n  static constexpr const char* text = R\"${delimiter}(${text})${delimiter}\";\n")
   set(index 0)
   foreach(p IN LISTS params)
     math(EXPR index "${index} + 1")
     string(APPEND body "  static constexpr int ${p} = ${index};\n")
   endforeach()
+  string(APPEND body "  static constexpr int param_count = ${index};\n")
+  if(PARAMS STREQUAL "question")
+    list(LENGTH occurrences count)
+    string(REPLACE ";" ", " positions "${occurrences}")
+    string(APPEND body "  static constexpr std::array<int, ${count}> positions = {${positions}};\n")
+  endif()
   string(APPEND body "};\n\n")
 endforeach()
 
