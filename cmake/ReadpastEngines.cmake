@@ -3,7 +3,7 @@
 # src/engines/<name>/ (its CMakeLists.txt adds its sources to the readpast target and finds
 # its dependencies; <name>_url.cpp defines <name>_url_scheme(), another file
 # <name>_engine_entry(), see src/engines/engine_registry.hpp) and its name in this list.
-set(READPAST_ALL_ENGINES sqlite postgres)
+set(READPAST_ALL_ENGINES sqlite postgres mariadb)
 set(READPAST_ENGINES "${READPAST_ALL_ENGINES}" CACHE STRING
     "Engines to build, in the order their URL schemes are tried (a ;-list of: ${READPAST_ALL_ENGINES})")
 

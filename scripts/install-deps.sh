@@ -15,14 +15,14 @@ esac
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  libsqlite3-dev sqlite3 libpq-dev
+  libsqlite3-dev sqlite3 libpq-dev libmariadb-dev
   libexpected-dev libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   # `readpast serve`'s HTTP: Boost.Beast and Asio (header-only).
   libboost-dev
 )
 if [ "$build_only" = 0 ]; then
   packages+=(
-    postgresql libgtest-dev libgmock-dev libbenchmark-dev
+    postgresql mariadb-server libgtest-dev libgmock-dev libbenchmark-dev
     # The HTTP client of the server's API tests.
     libcpp-httplib-dev
     clang clang-format clang-tidy libclang-rt-14-dev

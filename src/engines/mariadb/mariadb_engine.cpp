@@ -1,0 +1,810 @@
+// The MariaDB engine (docs/mariadb.md): every operation of engines/engine.hpp as short
+// transactions at READ COMMITTED over a pool of Connector/C connections.
+//
+// - The lease is SELECT ... FOR UPDATE SKIP LOCKED along an index in hand-out order, then one
+//   UPDATE by primary key per job with a token from core, in one transaction (10.11 has no
+//   UPDATE ... RETURNING); the rows come from the SELECT, so they are read once.
+// - Deadlocks (1213) and lock-wait timeouts (1205) roll the transaction back and run it again
+//   (kLockRetries times), never reaching the caller.
+// - A connection the server closed while it sat idle is replaced, and the operation run
+//   again when nothing of it can have reached the server; other connection failures are
+//   kUnavailable, and new connections are then tried with backoff (50 ms doubling to 2 s),
+//   the outage and the recovery logged once.
+// - wait_for_work polls (no NOTIFY in MariaDB): 1 ms doubling to 25 ms, reset by every call.
+#include <mysqld_error.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <limits>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "core/handout_order.hpp"
+#include "core/log.hpp"
+#include "core/schema_policy.hpp"
+#include "core/url.hpp"
+#include "engines/engine_registry.hpp"
+#include "engines/mariadb/mariadb_connection.hpp"
+#include "engines/mariadb/mariadb_statements.hpp"
+
+namespace readpast::detail {
+namespace {
+
+using mariadb::Connection;
+using mariadb::Params;
+using mariadb::Rows;
+using mariadb::Settings;
+namespace sql = mariadb::sql;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kSchemaVersion = sql::migration_count;
+constexpr int kLockRetries = 50;
+constexpr auto kReconnectFirstBackoff = std::chrono::milliseconds(50);
+constexpr auto kReconnectMaxBackoff = std::chrono::seconds(2);
+
+TimePoint to_time(std::int64_t micros) {
+  return TimePoint(Duration(micros));
+}
+std::optional<TimePoint> to_time(std::optional<std::int64_t> micros) {
+  if (!micros) return std::nullopt;
+  return to_time(*micros);
+}
+std::int64_t to_micros(TimePoint t) {
+  return t.time_since_epoch().count();
+}
+std::int64_t micros(Duration d) {
+  return static_cast<std::int64_t>(d.count());
+}
+
+// A row of the job columns (statements.sql), from column `first` on.
+Job read_job(const Rows& rows, std::size_t r) {
+  Job job;
+  job.id = rows.int64(r, 0);
+  job.queue = std::string(rows.text(r, 1));
+  job.state = parse_job_state(rows.text(r, 2)).value_or(JobState::kAvailable);
+  job.priority = static_cast<int>(rows.int64(r, 3));
+  job.run_at = to_time(rows.int64(r, 4));
+  job.attempts = static_cast<int>(rows.int64(r, 5));
+  job.max_attempts = static_cast<int>(rows.int64(r, 6));
+  if (!rows.is_null(r, 7)) {
+    if (auto parsed = LeaseToken::from_hex(rows.text(r, 7))) job.lease_token = *parsed;
+  }
+  job.leased_by = rows.optional_text(r, 8);
+  job.lease_expires_at = to_time(rows.optional_int64(r, 9));
+  job.enqueued_at = to_time(rows.int64(r, 10));
+  job.started_at = to_time(rows.optional_int64(r, 11));
+  job.finished_at = to_time(rows.optional_int64(r, 12));
+  job.unique_key = rows.optional_text(r, 13);
+  job.last_error = rows.optional_text(r, 14);
+  job.payload = std::string(rows.text(r, 15));
+  return job;
+}
+
+class MariadbEngine final : public Engine {
+ public:
+  MariadbEngine(Settings settings, Logger logger)
+      : settings_(std::move(settings)), logger_(std::move(logger)) {}
+
+  // Opens the first connection, so that a bad password or database is reported at once.
+  Status connect() {
+    auto connection = Connection::open(settings_);
+    if (!connection) return fail_with(connection.error());
+    std::lock_guard lock(mu_);
+    idle_.push_back(std::move(*connection));
+    return {};
+  }
+
+  Result<int> migrate() override {
+    return with_connection<int>(false, [&](Connection& c) -> Result<int> {
+      auto locked = c.run<sql::migrate_lock>(
+          c.params<sql::migrate_lock>().set(sql::migrate_lock::timeout_s, 60));
+      if (!locked) return fail_with(locked.error());
+      if (locked->int64(0, 0) != 1) {
+        return fail_with(Error::unavailable("another process is migrating the schema"));
+      }
+      auto result = [&]() -> Result<int> {
+        if (auto ok = c.query(sql::create_version_table::text); !ok) return fail_with(ok.error());
+        Steps steps(c);
+        return migrate_schema(steps, kSchemaVersion, kSchemaVersion);
+      }();
+      (void)c.query(sql::migrate_unlock::text);
+      return result;
+    });
+  }
+
+  Status check_schema() override {
+    auto version = with_connection<int>(false, [&](Connection& c) { return read_version(c); });
+    if (!version) return fail_with(version.error());
+    return check_schema_version(*version, kSchemaVersion);
+  }
+
+  Result<std::vector<Enqueued>> enqueue(std::span<const NewJob> jobs) override {
+    return write<std::vector<Enqueued>>([&](Connection& c) { return insert_jobs(c, jobs); });
+  }
+
+  // Inserts the jobs inside the caller's transaction; a job whose unique key a live job of
+  // its queue holds gets that job's id instead.
+  static Result<std::vector<Enqueued>> insert_jobs(Connection& c, std::span<const NewJob> jobs) {
+    std::vector<Enqueued> results;
+    results.reserve(jobs.size());
+    for (const NewJob& job : jobs) {
+      // Twice at most: an insert that collides with a holder that then finished is tried again.
+      for (int attempt = 0;; ++attempt) {
+        if (job.unique_key) {
+          using Q = sql::find_unique_holder;
+          auto found = c.run<Q>(
+              c.params<Q>().set(Q::queue, job.queue).set_bytes(Q::unique_key, *job.unique_key));
+          if (!found) return fail_with(found.error());
+          if (!found->empty()) {
+            results.push_back(Enqueued{found->int64(0, 0), false});
+            break;
+          }
+        }
+        using Q = sql::insert_job;
+        auto p = c.params<Q>();
+        p.set(Q::queue, job.queue)
+            .set(Q::priority, job.priority)
+            .set(Q::max_attempts, job.max_attempts)
+            .set_now(Q::now)
+            .set_bytes(Q::payload, job.payload);
+        if (job.unique_key) {
+          p.set_bytes(Q::unique_key, *job.unique_key);
+        } else {
+          p.set_null(Q::unique_key);
+        }
+        if (job.delay) {
+          p.set_now_plus(Q::run_at, micros(*job.delay));  // the server's clock, plus the delay
+        } else if (job.run_at) {
+          p.set(Q::run_at, to_micros(*job.run_at));
+        } else {
+          p.set_now(Q::run_at);
+        }
+        auto inserted = c.run<Q>(p);
+        if (!inserted) {
+          if (c.last_errno() == ER_DUP_ENTRY && job.unique_key && attempt == 0) continue;
+          return fail_with(inserted.error());
+        }
+        results.push_back(Enqueued{static_cast<JobId>(c.insert_id()), true});
+        break;
+      }
+    }
+    return results;
+  }
+
+  Result<std::vector<Job>> lease(const LeaseRequest& request) override {
+    auto jobs = write<std::vector<Job>>([&](Connection& c) -> Result<std::vector<Job>> {
+      using S = sql::lease_select;
+      auto rows = c.run<S>(c.params<S>()
+                               .set_now(S::now)
+                               .set(S::queue, request.queue)
+                               .set(S::max_jobs, request.max_jobs));
+      if (!rows) return fail_with(rows.error());
+      std::vector<Job> leased;
+      leased.reserve(rows->size());
+      for (std::size_t r = 0; r < rows->size(); ++r) {
+        Job job = read_job(*rows, r);
+        const std::int64_t now = rows->int64(r, 16);
+        job.state = JobState::kRunning;
+        job.attempts += 1;
+        job.lease_token = LeaseToken::random();
+        job.leased_by = request.worker_id;
+        job.lease_expires_at = to_time(now + micros(request.lease_duration));
+        job.started_at = to_time(now);
+        using U = sql::lease_take;
+        auto taken = c.run<U>(c.params<U>()
+                                  .set(U::token, job.lease_token->hex())
+                                  .set_bytes(U::worker_id, request.worker_id)
+                                  .set(U::now, now)
+                                  .set(U::lease_duration, micros(request.lease_duration))
+                                  .set(U::id, job.id));
+        if (!taken) return fail_with(taken.error());
+        leased.push_back(std::move(job));
+      }
+      return leased;
+    });
+    if (jobs) sort_in_handout_order(*jobs);
+    return jobs;
+  }
+
+  Result<std::vector<bool>> complete(std::span<const LeasedRef> refs, bool delete_row) override {
+    if (delete_row) return settle<sql::complete_delete>(refs, [](Params&) {});
+    return settle<sql::complete>(refs, [](Params& p) { p.set_now(sql::complete::now); });
+  }
+
+  Result<std::vector<FailResult>> fail(std::span<const FailItem> items) override {
+    return write<std::vector<FailResult>>([&](Connection& c) -> Result<std::vector<FailResult>> {
+      std::vector<FailResult> outcomes;
+      outcomes.reserve(items.size());
+      for (const FailItem& item : items) {
+        using Q = sql::fail;
+        auto p = c.params<Q>();
+        p.set(Q::id, item.ref.id)
+            .set(Q::token, item.ref.token.hex())
+            .set_now(Q::now)
+            .set_bytes(Q::error, item.error)
+            .set(Q::backoff_base, micros(item.backoff_base))
+            .set(Q::backoff_cap, micros(item.backoff_cap))
+            .set(Q::backoff_factor, item.backoff_factor)
+            .set(Q::no_retry, item.no_retry ? 1 : 0);
+        if (item.retry_after) {
+          p.set(Q::retry_after, micros(*item.retry_after));
+        } else {
+          p.set_null(Q::retry_after);
+        }
+        if (auto ok = c.run<Q>(p); !ok) return fail_with(ok.error());
+        if (c.affected_rows() != 1) {
+          outcomes.emplace_back(std::nullopt);
+          continue;
+        }
+        using S = sql::job_state;
+        auto state = c.run<S>(c.params<S>().set(S::id, item.ref.id));
+        if (!state) return fail_with(state.error());
+        outcomes.emplace_back(!state->empty() && state->text(0, 0) == "dead"
+                                  ? FailOutcome::kDead
+                                  : FailOutcome::kRetrying);
+      }
+      return outcomes;
+    });
+  }
+
+  Result<std::vector<bool>> extend(std::span<const LeasedRef> refs,
+                                   Duration lease_duration) override {
+    return settle<sql::extend>(refs, [&](Params& p) {
+      p.set_now(sql::extend::now).set(sql::extend::lease_duration, micros(lease_duration));
+    });
+  }
+
+  Result<std::vector<bool>> release(std::span<const LeasedRef> refs, Duration delay) override {
+    return settle<sql::release>(refs, [&](Params& p) {
+      p.set_now(sql::release::now).set(sql::release::delay, micros(delay));
+    });
+  }
+
+  Result<bool> wait_for_work(std::string_view queue, Duration timeout) override {
+    // No NOTIFY: poll has_due_job, 1 ms after the call and then twice as long each time up
+    // to kMaxPoll. A worker calls this when it found nothing to lease, so a job added to an
+    // idle queue starts within about kMaxPoll.
+    constexpr auto kFirstPoll = std::chrono::milliseconds(1);
+    constexpr auto kMaxPoll = std::chrono::milliseconds(25);
+    const auto deadline = Clock::now() + timeout;
+    Clock::duration interval = kFirstPoll;
+    while (true) {
+      auto due = with_connection<bool>(true, [&](Connection& c) -> Result<bool> {
+        using Q = sql::has_due_job;
+        auto rows = c.run<Q>(c.params<Q>().set(Q::queue, queue).set_now(Q::now));
+        if (!rows) return fail_with(rows.error());
+        return !rows->empty() && rows->int64(0, 0) != 0;
+      });
+      if (!due) return fail_with(due.error());
+      if (*due) return true;
+      const auto now = Clock::now();
+      if (now >= deadline) return false;
+      std::this_thread::sleep_for(std::min<Clock::duration>(interval, deadline - now));
+      interval = std::min<Clock::duration>(interval * 2, kMaxPoll);
+    }
+  }
+
+  Result<std::int64_t> rescue_expired(std::string_view queue) override {
+    return write<std::int64_t>([&](Connection& c) -> Result<std::int64_t> {
+      using Q = sql::rescue_expired;
+      if (auto ok = c.run<Q>(c.params<Q>().set(Q::queue, queue).set_now(Q::now)); !ok) {
+        return fail_with(ok.error());
+      }
+      return static_cast<std::int64_t>(c.affected_rows());
+    });
+  }
+
+  Result<std::vector<JobId>> cancel(std::span<const JobId> ids) override {
+    return change_each<sql::cancel>(ids);
+  }
+
+  Result<std::vector<JobId>> retry(std::span<const JobId> ids) override {
+    return change_each<sql::retry>(ids);
+  }
+
+  Result<std::int64_t> retry_all(std::string_view queue, JobState state) override {
+    constexpr int kRetryBatch = 1000;
+    std::int64_t total = 0;
+    JobId after = 0;
+    while (true) {
+      auto ids = with_connection<std::vector<JobId>>(
+          true, [&](Connection& c) -> Result<std::vector<JobId>> {
+            using Q = sql::retry_candidates;
+            auto rows = c.run<Q>(c.params<Q>()
+                                     .set(Q::queue, queue)
+                                     .set(Q::state, to_string(state))
+                                     .set(Q::after_id, after)
+                                     .set(Q::limit, kRetryBatch));
+            if (!rows) return fail_with(rows.error());
+            std::vector<JobId> found;
+            for (std::size_t r = 0; r < rows->size(); ++r) found.push_back(rows->int64(r, 0));
+            return found;
+          });
+      if (!ids) return fail_with(ids.error());
+      if (ids->empty()) return total;
+      auto retried = change_each<sql::retry>(*ids);
+      if (!retried) return fail_with(retried.error());
+      total += static_cast<std::int64_t>(retried->size());
+      after = ids->back();
+      if (ids->size() < static_cast<std::size_t>(kRetryBatch)) return total;
+    }
+  }
+
+  Result<std::int64_t> purge(const PurgeRequest& request) override {
+    constexpr int kPurgeBatch = 5000;
+    auto now_value = now();
+    if (!now_value) return fail_with(now_value.error());
+    // The cutoff is fixed once, so that a long purge does not chase rows finishing now.
+    const std::int64_t cutoff =
+        to_micros(*now_value) - micros(request.older_than.value_or(Duration::zero()));
+    std::int64_t total = 0;
+    std::int64_t budget = request.limit.value_or(std::numeric_limits<int>::max());
+    while (budget > 0) {
+      const int batch = static_cast<int>(std::min<std::int64_t>(budget, kPurgeBatch));
+      auto deleted = write<std::int64_t>([&](Connection& c) -> Result<std::int64_t> {
+        using Q = sql::purge;
+        auto ok = c.run<Q>(c.params<Q>()
+                               .set(Q::queue, request.queue)
+                               .set(Q::state, to_string(request.state))
+                               .set(Q::finished_before, cutoff)
+                               .set(Q::limit, batch));
+        if (!ok) return fail_with(ok.error());
+        return static_cast<std::int64_t>(c.affected_rows());
+      });
+      if (!deleted) return fail_with(deleted.error());
+      total += *deleted;
+      budget -= *deleted;
+      if (*deleted < batch) break;
+    }
+    return total;
+  }
+
+  Result<std::vector<QueueStats>> stats(std::optional<std::string_view> queue) override {
+    return with_connection<std::vector<QueueStats>>(
+        true, [&](Connection& c) -> Result<std::vector<QueueStats>> {
+          Result<Rows> rows;
+          if (queue) {
+            using Q = sql::stats_queue;
+            rows = c.run<Q>(c.params<Q>().set_now(Q::now).set(Q::queue, *queue));
+          } else {
+            using Q = sql::stats_all;
+            rows = c.run<Q>(c.params<Q>().set_now(Q::now));
+          }
+          if (!rows) return fail_with(rows.error());
+          std::vector<QueueStats> result;
+          for (std::size_t r = 0; r < rows->size(); ++r) {
+            std::string name(rows->text(r, 0));
+            if (result.empty() || result.back().queue != name) result.push_back({.queue = name});
+            QueueStats& q = result.back();
+            if (rows->text(r, 1) == "paused") {
+              q.paused = true;
+              continue;
+            }
+            const JobState state = parse_job_state(rows->text(r, 1)).value_or(JobState::kAvailable);
+            count_of(q, state) = rows->int64(r, 2);
+            if (state == JobState::kAvailable) {
+              q.scheduled = rows->int64(r, 3);
+              if (auto age = rows->optional_int64(r, 4)) q.oldest_available_age = Duration(*age);
+            }
+          }
+          return result;
+        });
+  }
+
+  Result<std::vector<Job>> list(const ListRequest& request) override {
+    if (request.queue && request.state) return list_with<sql::list_queue_state>(request);
+    if (request.queue) return list_with<sql::list_queue>(request);
+    if (request.state) return list_with<sql::list_state>(request);
+    return list_with<sql::list_all>(request);
+  }
+
+  template <class Q>
+  Result<std::vector<Job>> list_with(const ListRequest& request) {
+    return with_connection<std::vector<Job>>(true, [&](Connection& c) -> Result<std::vector<Job>> {
+      auto p = c.params<Q>();
+      p.set(Q::after_id, request.after_id.value_or(0)).set(Q::limit, request.limit);
+      if constexpr (requires { Q::queue; }) p.set(Q::queue, *request.queue);
+      if constexpr (requires { Q::state; }) p.set(Q::state, to_string(*request.state));
+      auto rows = c.run<Q>(p);
+      if (!rows) return fail_with(rows.error());
+      std::vector<Job> jobs;
+      jobs.reserve(rows->size());
+      for (std::size_t r = 0; r < rows->size(); ++r) jobs.push_back(read_job(*rows, r));
+      return jobs;
+    });
+  }
+
+  Result<std::vector<FinishedCounts>> finished_since(
+      TimePoint since, std::optional<std::string_view> queue) override {
+    return with_connection<std::vector<FinishedCounts>>(
+        true, [&](Connection& c) -> Result<std::vector<FinishedCounts>> {
+          Result<Rows> rows;
+          if (queue) {
+            using Q = sql::finished_since_queue;
+            rows = c.run<Q>(c.params<Q>().set(Q::queue, *queue).set(Q::since, to_micros(since)));
+          } else {
+            using Q = sql::finished_since;
+            rows = c.run<Q>(c.params<Q>().set(Q::since, to_micros(since)));
+          }
+          if (!rows) return fail_with(rows.error());
+          std::vector<FinishedCounts> counts;
+          for (std::size_t r = 0; r < rows->size(); ++r) {
+            counts.push_back({std::string(rows->text(r, 0)), rows->int64(r, 1), rows->int64(r, 2)});
+          }
+          return counts;
+        });
+  }
+
+  Status set_paused(std::string_view queue, bool paused) override {
+    auto done = write<bool>([&](Connection& c) -> Result<bool> {
+      Result<Rows> ok;
+      if (paused) {
+        ok = c.run<sql::pause>(
+            c.params<sql::pause>().set(sql::pause::queue, queue).set_now(sql::pause::now));
+      } else {
+        ok = c.run<sql::resume>(c.params<sql::resume>().set(sql::resume::queue, queue));
+      }
+      if (!ok) return fail_with(ok.error());
+      return true;
+    });
+    if (!done) return fail_with(done.error());
+    return {};
+  }
+
+  Result<bool> upsert_schedule(const Schedule& schedule) override {
+    return write<bool>([&](Connection& c) -> Result<bool> {
+      using F = sql::find_schedule;
+      auto existed = c.run<F>(c.params<F>().set(F::name, schedule.name));
+      if (!existed) return fail_with(existed.error());
+      using Q = sql::upsert_schedule;
+      auto ok = c.run<Q>(c.params<Q>()
+                             .set(Q::name, schedule.name)
+                             .set(Q::queue, schedule.queue)
+                             .set(Q::spec, schedule.spec)
+                             .set_bytes(Q::payload, schedule.payload)
+                             .set(Q::priority, schedule.priority)
+                             .set(Q::max_attempts, schedule.max_attempts)
+                             .set_now(Q::now));
+      if (!ok) return fail_with(ok.error());
+      return existed->empty();
+    });
+  }
+
+  Result<std::vector<Schedule>> list_schedules() override {
+    return with_connection<std::vector<Schedule>>(
+        true, [&](Connection& c) -> Result<std::vector<Schedule>> {
+          auto rows = c.query(sql::list_schedules::text);
+          if (!rows) return fail_with(rows.error());
+          std::vector<Schedule> schedules;
+          for (std::size_t r = 0; r < rows->size(); ++r) {
+            Schedule s;
+            s.name = std::string(rows->text(r, 0));
+            s.queue = std::string(rows->text(r, 1));
+            s.spec = std::string(rows->text(r, 2));
+            s.payload = std::string(rows->text(r, 3));
+            s.priority = static_cast<int>(rows->int64(r, 4));
+            s.max_attempts = static_cast<int>(rows->int64(r, 5));
+            s.created_at = to_time(rows->int64(r, 6));
+            s.last_tick = to_time(rows->optional_int64(r, 7));
+            schedules.push_back(std::move(s));
+          }
+          return schedules;
+        });
+  }
+
+  Result<bool> delete_schedule(std::string_view name) override {
+    return write<bool>([&](Connection& c) -> Result<bool> {
+      using Q = sql::delete_schedule;
+      if (auto ok = c.run<Q>(c.params<Q>().set(Q::name, name)); !ok) return fail_with(ok.error());
+      return c.affected_rows() == 1;
+    });
+  }
+
+  Result<std::optional<JobId>> enqueue_tick(std::string_view name, TimePoint tick) override {
+    return write<std::optional<JobId>>([&](Connection& c) -> Result<std::optional<JobId>> {
+      using T = sql::take_tick;
+      if (auto ok = c.run<T>(c.params<T>().set(T::tick, to_micros(tick)).set(T::name, name)); !ok) {
+        return fail_with(ok.error());
+      }
+      if (c.affected_rows() != 1) return std::optional<JobId>{};
+      using S = sql::schedule_job;
+      auto rows = c.run<S>(c.params<S>().set(S::name, name));
+      if (!rows) return fail_with(rows.error());
+      if (rows->empty()) return std::optional<JobId>{};
+      NewJob job;
+      job.queue = std::string(rows->text(0, 0));
+      job.payload = std::string(rows->text(0, 1));
+      job.priority = static_cast<int>(rows->int64(0, 2));
+      job.max_attempts = static_cast<int>(rows->int64(0, 3));
+      job.run_at = tick;
+      job.unique_key = schedule_job_key(name, tick);
+      auto inserted = insert_jobs(c, std::span<const NewJob>(&job, 1));
+      if (!inserted) return fail_with(inserted.error());
+      if (!inserted->front().inserted) return std::optional<JobId>{};
+      return std::optional<JobId>(inserted->front().id);
+    });
+  }
+
+  Result<bool> claim_task(std::string_view task, Duration interval, std::string_view by) override {
+    return write<bool>([&](Connection& c) -> Result<bool> {
+      using N = sql::task_next_run;
+      auto rows = c.run<N>(c.params<N>().set_now(N::now).set(N::task, task));
+      if (!rows) return fail_with(rows.error());
+      if (rows->empty()) {
+        using I = sql::insert_task;
+        auto ok = c.run<I>(c.params<I>()
+                               .set(I::task, task)
+                               .set_now(I::now)
+                               .set(I::interval, micros(interval))
+                               .set_bytes(I::claimed_by, by));
+        if (!ok) {
+          if (c.last_errno() == ER_DUP_ENTRY) return false;
+          return fail_with(ok.error());
+        }
+        return true;
+      }
+      if (rows->int64(0, 0) == 0) return false;
+      using Q = sql::claim_task;
+      auto ok = c.run<Q>(c.params<Q>()
+                             .set_now(Q::now)
+                             .set(Q::interval, micros(interval))
+                             .set_bytes(Q::claimed_by, by)
+                             .set(Q::task, task));
+      if (!ok) return fail_with(ok.error());
+      return true;
+    });
+  }
+
+  Result<TimePoint> now() override {
+    return with_connection<TimePoint>(true, [&](Connection& c) -> Result<TimePoint> {
+      auto rows = c.run<sql::server_now>(c.params<sql::server_now>().set_now(sql::server_now::now));
+      if (!rows) return fail_with(rows.error());
+      return to_time(rows->int64(0, 0));
+    });
+  }
+
+  Result<std::optional<Job>> get(JobId id) override {
+    return with_connection<std::optional<Job>>(
+        true, [&](Connection& c) -> Result<std::optional<Job>> {
+          auto rows = c.run<sql::get>(c.params<sql::get>().set(sql::get::id, id));
+          if (!rows) return fail_with(rows.error());
+          if (rows->empty()) return std::optional<Job>{};
+          return std::optional<Job>(read_job(*rows, 0));
+        });
+  }
+
+ private:
+  // Migrations as MariaDB runs them: each script, then its row in readpast_schema_version.
+  class Steps final : public MigrationSteps {
+   public:
+    explicit Steps(Connection& c) : c_(c) {}
+    Result<int> version() override { return read_version(c_); }
+    Status apply(int number) override {
+      if (auto ok = c_.query(sql::migrations[static_cast<std::size_t>(number - 1)], true); !ok) {
+        return fail_with(ok.error());
+      }
+      using Q = sql::record_version;
+      if (auto ok = c_.run<Q>(c_.params<Q>().set(Q::version, number)); !ok) {
+        return fail_with(ok.error());
+      }
+      return {};
+    }
+
+   private:
+    Connection& c_;
+  };
+
+  static Result<int> read_version(Connection& c) {
+    auto has = c.query(sql::has_version_table::text);
+    if (!has) return fail_with(has.error());
+    if (has->int64(0, 0) == 0) return 0;
+    auto version = c.query(sql::schema_version::text);
+    if (!version) return fail_with(version.error());
+    return static_cast<int>(version->int64(0, 0));
+  }
+
+  // A connection on loan; back to the pool on destruction unless it broke.
+  class Borrowed {
+   public:
+    Borrowed(MariadbEngine& engine, std::unique_ptr<Connection> c, bool reused)
+        : engine_(&engine), c_(std::move(c)), reused_(reused) {}
+    Borrowed(Borrowed&&) noexcept = default;
+    Borrowed& operator=(Borrowed&&) = delete;
+    ~Borrowed() {
+      if (c_) engine_->give_back(std::move(c_));
+    }
+    Connection& operator*() const { return *c_; }
+    bool reused() const { return reused_; }
+
+   private:
+    MariadbEngine* engine_;
+    std::unique_ptr<Connection> c_;
+    bool reused_;
+  };
+
+  void log(LogLevel level, std::string line) const { emit(logger_, level, std::move(line)); }
+
+  Result<Borrowed> acquire() {
+    {
+      std::lock_guard lock(mu_);
+      if (!idle_.empty()) {
+        auto c = std::move(idle_.back());
+        idle_.pop_back();
+        return Borrowed(*this, std::move(c), true);
+      }
+      if (outage_ && Clock::now() < next_attempt_) {
+        return fail_with(Error::unavailable(outage_reason_));
+      }
+    }
+    auto c = Connection::open(settings_);
+    std::lock_guard lock(mu_);
+    if (!c) {
+      if (!outage_) {
+        outage_ = true;
+        backoff_ = kReconnectFirstBackoff;
+        log(LogLevel::kWarn, c.error().message + "; reconnecting with backoff");
+      } else {
+        backoff_ = std::min<Clock::duration>(backoff_ * 2, kReconnectMaxBackoff);
+      }
+      outage_reason_ = c.error().message;
+      next_attempt_ = Clock::now() + backoff_;
+      return fail_with(c.error());
+    }
+    if (outage_) {
+      outage_ = false;
+      log(LogLevel::kInfo, "reconnected to " + settings_.redacted);
+    }
+    return Borrowed(*this, std::move(*c), false);
+  }
+
+  void give_back(std::unique_ptr<Connection> c) {
+    std::lock_guard lock(mu_);
+    if (c->broken()) {
+      // The server went away: the idle connections are likely gone too.
+      idle_.clear();
+      return;
+    }
+    idle_.push_back(std::move(c));
+  }
+
+  // Runs body(connection), in a transaction when `transaction`; deadlocks and lock-wait
+  // timeouts run it again, and so does a stale idle connection when nothing can have been
+  // done (read_only, or the transaction never began).
+  template <class T, class Body>
+  Result<T> run_body(bool transaction, bool read_only, Body&& body) {
+    for (int attempt = 0;; ++attempt) {
+      auto borrowed = acquire();
+      if (!borrowed) return fail_with(borrowed.error());
+      Connection& c = **borrowed;
+      bool began = false;
+      Result<T> result = [&]() -> Result<T> {
+        if (transaction) {
+          if (auto ok = c.query("START TRANSACTION"); !ok) return fail_with(ok.error());
+          began = true;
+        }
+        Result<T> r = body(c);
+        if (!r) return r;
+        if (transaction) {
+          if (auto ok = c.query("COMMIT"); !ok) return fail_with(ok.error());
+        }
+        return r;
+      }();
+      if (result) return result;
+      const unsigned number = c.last_errno();
+      if (transaction && began && !c.broken()) (void)c.query("ROLLBACK");
+      if (mariadb::is_retryable_lock_error(number) && attempt < kLockRetries) {
+        std::this_thread::sleep_for(std::chrono::microseconds(500 * (1 + attempt % 8)));
+        continue;
+      }
+      if (c.broken() && borrowed->reused() && (read_only || !began) && attempt == 0) continue;
+      return result;
+    }
+  }
+
+  template <class T, class Body>
+  Result<T> write(Body&& body) {
+    return run_body<T>(true, false, std::forward<Body>(body));
+  }
+
+  // read_only: a single read, run again on a fresh connection after a stale one.
+  template <class T, class Body>
+  Result<T> with_connection(bool read_only, Body&& body) {
+    return run_body<T>(false, read_only, std::forward<Body>(body));
+  }
+
+  // One fenced statement Q (:id, :token, and what bind_rest sets) per ref, in one transaction.
+  template <class Q, class BindRest>
+  Result<std::vector<bool>> settle(std::span<const LeasedRef> refs, BindRest&& bind_rest) {
+    return write<std::vector<bool>>([&](Connection& c) -> Result<std::vector<bool>> {
+      std::vector<bool> accepted;
+      accepted.reserve(refs.size());
+      for (const LeasedRef& ref : refs) {
+        auto p = c.params<Q>();
+        p.set(Q::id, ref.id).set(Q::token, ref.token.hex());
+        bind_rest(p);
+        if (auto ok = c.run<Q>(p); !ok) return fail_with(ok.error());
+        accepted.push_back(c.affected_rows() == 1);
+      }
+      return accepted;
+    });
+  }
+
+  // One statement Q (:id, :now) per id in one transaction; returns the ids it changed. A
+  // change refused by the unique key (retry of a job whose key a live job holds) is none.
+  template <class Q>
+  Result<std::vector<JobId>> change_each(std::span<const JobId> ids) {
+    return write<std::vector<JobId>>([&](Connection& c) -> Result<std::vector<JobId>> {
+      std::vector<JobId> changed;
+      for (JobId id : ids) {
+        auto ok = c.run<Q>(c.params<Q>().set(Q::id, id).set_now(Q::now));
+        if (!ok) {
+          if (c.last_errno() == ER_DUP_ENTRY) continue;
+          return fail_with(ok.error());
+        }
+        if (c.affected_rows() == 1) changed.push_back(id);
+      }
+      return changed;
+    });
+  }
+
+  // Constant after construction.
+  const Settings settings_;
+  const Logger logger_;
+
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Connection>> idle_;  // guarded by mu_
+  // The outage, guarded by mu_: while one is under way, a new connection is tried only
+  // from next_attempt_ on.
+  bool outage_ = false;
+  std::string outage_reason_;
+  Clock::duration backoff_ = kReconnectFirstBackoff;
+  Clock::time_point next_attempt_{};
+};
+
+Result<unsigned> parse_unsigned(const DatabaseUrl& url, std::string_view key, unsigned fallback) {
+  auto it = url.params.find(key);
+  if (it == url.params.end()) return fallback;
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), value);
+  if (ec != std::errc() || end != it->second.data() + it->second.size()) {
+    return fail_with(Error::invalid_argument("bad URL '" + url.redacted + "': " + std::string(key) +
+                                             " must be a whole number"));
+  }
+  return value;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> open_mariadb_engine(const DatabaseUrl& url,
+                                                    const QueueOptions& options) {
+  Settings settings;
+  settings.redacted = url.redacted;
+  auto param = [&](std::string_view key) -> std::string {
+    auto it = url.params.find(key);
+    return it == url.params.end() ? std::string() : it->second;
+  };
+  settings.host = param("host");
+  settings.user = param("user");
+  settings.database = param("database");
+  settings.socket = param("socket");
+  if (url.params.contains("password")) settings.password = param("password");
+  auto port = parse_unsigned(url, "port", 3306);
+  if (!port) return fail_with(port.error());
+  settings.port = *port;
+  auto timeout = parse_unsigned(url, "connect_timeout", 10);
+  if (!timeout) return fail_with(timeout.error());
+  settings.connect_timeout_s = *timeout;
+  auto engine = std::make_unique<MariadbEngine>(std::move(settings), options.logger);
+  if (auto ok = engine->connect(); !ok) return fail_with(ok.error());
+  return std::unique_ptr<Engine>(std::move(engine));
+}
+
+const EngineEntry& mariadb_engine_entry() {
+  static constexpr EngineEntry kMariadb{"mariadb", open_mariadb_engine};
+  return kMariadb;
+}
+
+}  // namespace readpast::detail

@@ -1,0 +1,261 @@
+-- Every statement of the MariaDB engine. cmake/EmbedSql.cmake builds them into the engine
+-- (mariadb_statements.hpp) with PARAMS=question: each :parameter becomes '?', and the engine
+-- puts at each the escaped literal of the value it binds by name (mariadb_connection.hpp).
+-- Comment lines are documentation and are left out of the embedded text.
+--
+-- Times are BIGINT microseconds since the Unix epoch. :now is always bound to the server's
+-- clock, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) in a session at time_zone '+00:00'
+-- (NOW(6) is fixed for the length of one statement), except where a statement says otherwise.
+-- The columns of a job come in the order read_job() expects: id, queue, state, priority,
+-- run_at, attempts, max_attempts, lease_token, leased_by, lease_expires_at, enqueued_at,
+-- started_at, finished_at, unique_key, last_error, payload.
+
+-- name: create_version_table
+CREATE TABLE IF NOT EXISTS readpast_schema_version (
+  version INT NOT NULL PRIMARY KEY, applied_at DATETIME(6) NOT NULL DEFAULT NOW(6)
+) ENGINE = InnoDB;
+
+-- name: has_version_table
+SELECT count(*) FROM information_schema.tables
+  WHERE table_schema = DATABASE() AND table_name = 'readpast_schema_version';
+
+-- name: schema_version
+SELECT coalesce(max(version), 0) FROM readpast_schema_version;
+
+-- name: record_version
+INSERT INTO readpast_schema_version (version) VALUES (:version);
+
+-- name: migrate_lock
+-- DDL commits at once in MariaDB, so migrations cannot share one transaction: a named lock of
+-- the server, per database, keeps two `readpast init` from migrating at the same time.
+SELECT GET_LOCK(CONCAT('readpast_migrate.', DATABASE()), :timeout_s);
+
+-- name: migrate_unlock
+SELECT RELEASE_LOCK(CONCAT('readpast_migrate.', DATABASE()));
+
+-- name: server_now
+SELECT :now;
+
+-- name: find_unique_holder
+-- Along readpast_jobs_unique: live_key is the unique key of a live job only.
+SELECT id FROM readpast_jobs WHERE queue = :queue AND live_key = :unique_key;
+
+-- name: insert_job
+-- :run_at is a number, or :now plus a delay.
+INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempts,
+                           enqueued_at, unique_key, payload)
+  VALUES (:queue, 'available', :priority, :run_at, 0, :max_attempts, :now, :unique_key,
+          :payload);
+
+-- name: lease_select
+-- The lease, step 1 (READ COMMITTED, inside one transaction): the next due jobs of the queue
+-- in hand-out order, along readpast_jobs_lease, locked; rows another lease holds are skipped,
+-- not waited for. The last column is the time every later statement of the lease uses.
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload,
+       :now
+  FROM readpast_jobs FORCE INDEX (readpast_jobs_lease)
+  WHERE queue = :queue AND state = 'available' AND run_at <= :now
+    AND NOT EXISTS (SELECT 1 FROM readpast_queues
+                    WHERE name = :queue AND paused_at IS NOT NULL)
+  ORDER BY priority, run_at, id LIMIT :max_jobs
+  FOR UPDATE SKIP LOCKED;
+
+-- name: lease_take
+-- The lease, step 2, for each row step 1 locked, by primary key: :now is the time step 1
+-- read, :token one of core's (LeaseToken::random()).
+UPDATE readpast_jobs SET state = 'running', attempts = attempts + 1, lease_token = :token,
+    leased_by = :worker_id, lease_expires_at = :now + :lease_duration, started_at = :now
+  WHERE id = :id;
+
+-- name: rescue_expired
+-- Along readpast_jobs_expiry.
+UPDATE readpast_jobs SET
+    last_error = CASE WHEN attempts >= max_attempts
+                      THEN CONCAT('lease expired after ', attempts, ' attempts (worker lost)')
+                      ELSE 'lease expired (worker lost)' END,
+    finished_at = CASE WHEN attempts >= max_attempts THEN :now END,
+    run_at = CASE WHEN attempts >= max_attempts THEN run_at ELSE :now END,
+    lease_expires_at = NULL,
+    state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'available' END
+  WHERE queue = :queue AND state = 'running' AND lease_expires_at <= :now;
+
+-- The settling calls are fenced: each changes the job only while it is running under the
+-- lease :token. MariaDB assigns SET columns left to right, each seeing the ones before: state
+-- comes last wherever another assignment reads it.
+
+-- name: complete
+UPDATE readpast_jobs SET state = 'succeeded', finished_at = :now, lease_expires_at = NULL
+  WHERE id = :id AND state = 'running' AND lease_token = :token;
+
+-- name: complete_delete
+DELETE FROM readpast_jobs WHERE id = :id AND state = 'running' AND lease_token = :token;
+
+-- name: fail
+-- :retry_after NULL: the backoff, min(:backoff_cap, :backoff_base * 2^(attempts-1)) *
+-- :backoff_factor, in DOUBLE arithmetic so that it cannot overflow; the exponent is clamped
+-- at 40 like Backoff::delay_after. :no_retry 1: dead now.
+UPDATE readpast_jobs SET
+    finished_at = CASE WHEN attempts >= max_attempts OR :no_retry THEN :now END,
+    run_at = CASE WHEN attempts >= max_attempts OR :no_retry THEN run_at
+                  ELSE :now + coalesce(:retry_after,
+                         CAST(LEAST(:backoff_cap * 1e0,
+                                    :backoff_base * POW(2e0, LEAST(GREATEST(attempts - 1, 0), 40)))
+                              * :backoff_factor AS SIGNED)) END,
+    last_error = :error, lease_expires_at = NULL,
+    state = CASE WHEN attempts >= max_attempts OR :no_retry THEN 'dead' ELSE 'available' END
+  WHERE id = :id AND state = 'running' AND lease_token = :token;
+
+-- name: job_state
+SELECT state FROM readpast_jobs WHERE id = :id;
+
+-- name: extend
+UPDATE readpast_jobs SET lease_expires_at = :now + :lease_duration
+  WHERE id = :id AND state = 'running' AND lease_token = :token;
+
+-- name: release
+-- Gives back the attempt the lease spent.
+UPDATE readpast_jobs SET run_at = :now + :delay, attempts = GREATEST(attempts - 1, 0),
+    lease_expires_at = NULL, state = 'available'
+  WHERE id = :id AND state = 'running' AND lease_token = :token;
+
+-- name: cancel
+UPDATE readpast_jobs SET finished_at = :now, lease_expires_at = NULL, state = 'cancelled'
+  WHERE id = :id AND (state = 'available' OR state = 'running');
+
+-- name: retry
+-- A job whose unique key a live job of its queue holds now stays where it is: the UPDATE
+-- fails on readpast_jobs_unique (ER_DUP_ENTRY), which the engine reads as "not retried".
+-- (MariaDB cannot read the table an UPDATE changes in its own sub-select.)
+UPDATE readpast_jobs SET attempts = 0, run_at = :now, finished_at = NULL,
+    lease_expires_at = NULL, state = 'available'
+  WHERE id = :id AND (state = 'dead' OR state = 'cancelled');
+
+-- name: retry_candidates
+-- The next ids retry_all goes through (:state is dead or cancelled), one small transaction
+-- at a time, along readpast_jobs_queue_state.
+SELECT id FROM readpast_jobs
+  WHERE queue = :queue AND state = :state AND id > :after_id ORDER BY id LIMIT :limit;
+
+-- name: purge
+-- Finished at or before :finished_before, along readpast_jobs_finished.
+DELETE FROM readpast_jobs
+  WHERE queue = :queue AND state = :state AND finished_at <= :finished_before
+  ORDER BY finished_at LIMIT :limit;
+
+-- name: stats_all
+-- One row per (queue, state); scheduled and the age of the oldest due job only matter for
+-- 'available'. Paused queues come as one more row, of state 'paused', so that a paused queue
+-- without jobs is listed too.
+SELECT queue, state, count(*), coalesce(sum(run_at > :now), 0),
+       :now - min(CASE WHEN run_at <= :now THEN run_at END)
+  FROM readpast_jobs GROUP BY queue, state
+UNION ALL
+SELECT name, 'paused', 0, 0, NULL FROM readpast_queues WHERE paused_at IS NOT NULL
+ORDER BY 1;
+
+-- name: stats_queue
+SELECT queue, state, count(*), coalesce(sum(run_at > :now), 0),
+       :now - min(CASE WHEN run_at <= :now THEN run_at END)
+  FROM readpast_jobs WHERE queue = :queue GROUP BY queue, state
+UNION ALL
+SELECT name, 'paused', 0, 0, NULL FROM readpast_queues
+  WHERE paused_at IS NOT NULL AND name = :queue;
+
+-- name: finished_since
+-- Since :since (exclusive), for every queue.
+SELECT queue, coalesce(sum(state = 'succeeded'), 0), coalesce(sum(state = 'dead'), 0)
+  FROM readpast_jobs
+  WHERE (state = 'succeeded' OR state = 'dead') AND finished_at > :since
+  GROUP BY queue ORDER BY queue;
+
+-- name: finished_since_queue
+-- The same for one queue, along readpast_jobs_finished.
+SELECT queue, coalesce(sum(state = 'succeeded'), 0), coalesce(sum(state = 'dead'), 0)
+  FROM readpast_jobs
+  WHERE queue = :queue AND (state = 'succeeded' OR state = 'dead') AND finished_at > :since
+  GROUP BY queue;
+
+-- name: pause
+-- Pausing keeps the first pause time.
+INSERT INTO readpast_queues (name, paused_at) VALUES (:queue, :now)
+  ON DUPLICATE KEY UPDATE paused_at = coalesce(paused_at, VALUES(paused_at));
+
+-- name: resume
+UPDATE readpast_queues SET paused_at = NULL WHERE name = :queue;
+
+-- name: find_schedule
+SELECT 1 FROM readpast_schedules WHERE name = :name FOR UPDATE;
+
+-- name: upsert_schedule
+-- A replaced schedule keeps its created_at and last tick.
+INSERT INTO readpast_schedules (name, queue, spec, payload, priority, max_attempts, created_at)
+  VALUES (:name, :queue, :spec, :payload, :priority, :max_attempts, :now)
+  ON DUPLICATE KEY UPDATE queue = VALUES(queue), spec = VALUES(spec),
+    payload = VALUES(payload), priority = VALUES(priority),
+    max_attempts = VALUES(max_attempts);
+
+-- name: list_schedules
+SELECT name, queue, spec, payload, priority, max_attempts, created_at, last_tick_at
+  FROM readpast_schedules ORDER BY name;
+
+-- name: delete_schedule
+DELETE FROM readpast_schedules WHERE name = :name;
+
+-- name: take_tick
+-- Takes the tick when nobody has yet (the row stays locked until the job is inserted).
+UPDATE readpast_schedules SET last_tick_at = :tick
+  WHERE name = :name AND coalesce(last_tick_at, created_at) < :tick;
+
+-- name: schedule_job
+SELECT queue, payload, priority, max_attempts FROM readpast_schedules WHERE name = :name;
+
+-- name: task_next_run
+-- claim_task, step 1: the task's row, locked (none: step 2 inserts it).
+SELECT next_run_at <= :now FROM readpast_tasks WHERE task = :task FOR UPDATE;
+
+-- name: insert_task
+-- A second claimant that inserts at the same time fails on the primary key: not claimed.
+INSERT INTO readpast_tasks (task, next_run_at, claimed_by, claimed_at)
+  VALUES (:task, :now + :interval, :claimed_by, :now);
+
+-- name: claim_task
+UPDATE readpast_tasks SET next_run_at = :now + :interval, claimed_by = :claimed_by,
+    claimed_at = :now
+  WHERE task = :task;
+
+-- list: one statement per filter combination, so that each can use an index; keyset paging
+-- after :after_id.
+
+-- name: list_all
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs WHERE id > :after_id ORDER BY id LIMIT :limit;
+
+-- name: list_queue
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs WHERE id > :after_id AND queue = :queue ORDER BY id LIMIT :limit;
+
+-- name: list_state
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs FORCE INDEX (readpast_jobs_state)
+  WHERE id > :after_id AND state = :state ORDER BY id LIMIT :limit;
+
+-- name: list_queue_state
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs FORCE INDEX (readpast_jobs_queue_state)
+  WHERE id > :after_id AND queue = :queue AND state = :state ORDER BY id LIMIT :limit;
+
+-- name: get
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs WHERE id = :id;
+
+-- name: has_due_job
+-- wait_for_work's poll: is a job due (and the queue not paused)? Along readpast_jobs_lease.
+SELECT EXISTS (SELECT 1 FROM readpast_jobs
+               WHERE queue = :queue AND state = 'available' AND run_at <= :now)
+   AND NOT EXISTS (SELECT 1 FROM readpast_queues WHERE name = :queue AND paused_at IS NOT NULL);
