@@ -305,7 +305,7 @@ TEST_P(QueueTest, ABatchWithOneBadJobInsertsNone) {
 }
 
 TEST_P(QueueTest, RejectsAMalformedUrl) {
-  for (std::string_view url : {"", "nonsense", "sqlite:", "sqlite:x.db?bogus=1", "mysql://u@h/db",
+  for (std::string_view url : {"", "nonsense", "sqlite:", "sqlite:x.db?bogus=1", "mssql://u@h/db",
                                "http://example.com/db"}) {
     QueueOptions options;
     options.init_schema = true;

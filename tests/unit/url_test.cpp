@@ -96,7 +96,7 @@ TEST(DatabaseUrl, SqliteNeedsAPath) {
 
 TEST(DatabaseUrl, RejectsUnknownSchemesAndGarbage) {
   for (std::string_view text :
-       {"", "readpast.db", "mysql://u@h/db", "http://example.com", "sqlite3:/x.db", "SQLITE",
+       {"", "readpast.db", "mssql://u@h/db", "http://example.com", "sqlite3:/x.db", "SQLITE",
         "/tmp/readpast.db", "postgresql", "::"}) {
     auto parsed = parse_database_url(text);
     EXPECT_FALSE(parsed.has_value()) << "accepted '" << text << "'";
@@ -264,7 +264,7 @@ TEST(UrlWithoutPassword, LeavesAWorkingUrl) {
 
 TEST(RedactUrl, ErrorsNeverEchoAPassword) {
   const std::string secret(kSecret);
-  for (std::string text : {"mysql://u:" + secret + "@h/db", "bogus://u:" + secret + "@h/db",
+  for (std::string text : {"mssql://u:" + secret + "@h/db", "bogus://u:" + secret + "@h/db",
                            "mariadb://u:" + secret + "@h"}) {
     auto parsed = parse_database_url(text);
     ASSERT_FALSE(parsed.has_value()) << "accepted '" << text << "'";
