@@ -373,6 +373,10 @@ TEST_P(HostileClientsTest, HealthzFailsWhenTheJobsCannotBeRead) {
     for (std::size_t i = (root - 1) * page_size; i < root * page_size; ++i) bytes[i] = '\x5a';
     write_file(path, bytes);
     serve();
+  } else if (const auto& engine = engine_named(GetParam()); engine.break_jobs) {
+    serve();
+    EXPECT_TRUE(healthy());
+    engine.break_jobs(url_);
   } else {
     serve();
     EXPECT_TRUE(healthy());

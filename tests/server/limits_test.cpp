@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <future>
+#include <optional>
 
 #include "postgres/pg_test_util.hpp"
 #include "server_fixture.hpp"
+#include "support/engines.hpp"
 
 namespace readpast::test {
 namespace {
@@ -143,7 +145,14 @@ TEST_P(LimitsTest, RequestsBeyondTheCapGet503AtOnce) {
   };
   std::vector<std::future<Reply>> blocked;
   {
-    WriteLock lock(db_url());
+    const auto& engine = engine_named(GetParam());
+    std::shared_ptr<void> engine_lock;
+    std::optional<WriteLock> lock;
+    if (engine.lock_jobs) {
+      engine_lock = engine.lock_jobs(db_url());
+    } else {
+      lock.emplace(db_url());
+    }
     blocked.push_back(enqueue_async());
     blocked.push_back(enqueue_async());
     // Once both enqueues are in progress (waiting for the lock), a third request is refused.

@@ -209,6 +209,26 @@ void MariadbServer::execute(const std::string& sql, const std::string& database)
   if (result != nullptr) mysql_free_result(result);
 }
 
+MariadbServer::Session::Session(const MariadbServer& server, const std::string& database) {
+  std::string error;
+  auto handle = connect_root(server.socket(), database, error);
+  if (!handle) throw std::runtime_error("cannot connect to the test server: " + error);
+  handle_ = handle.release();
+}
+
+MariadbServer::Session::~Session() {
+  mysql_close(static_cast<MYSQL*>(handle_));
+}
+
+void MariadbServer::Session::execute(const std::string& sql) {
+  auto* handle = static_cast<MYSQL*>(handle_);
+  if (mysql_real_query(handle, sql.data(), sql.size()) != 0) {
+    throw std::runtime_error("test server: " + sql + ": " + mysql_error(handle));
+  }
+  MYSQL_RES* result = mysql_store_result(handle);
+  if (result != nullptr) mysql_free_result(result);
+}
+
 void MariadbServer::start() {
   const fs::path pid_file = dir_ / "mariadbd.pid";
   std::error_code ignored;

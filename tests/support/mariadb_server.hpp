@@ -51,6 +51,20 @@ class MariadbServer {
   // Runs SQL as root over the unix socket; throws std::runtime_error on error.
   void execute(const std::string& sql, const std::string& database = "mysql");
 
+  // A root session over the unix socket that stays open (to hold locks): it runs each
+  // statement given, and closes when destroyed. Throws std::runtime_error on error.
+  class Session {
+   public:
+    Session(const MariadbServer& server, const std::string& database);
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+    void execute(const std::string& sql);
+
+   private:
+    void* handle_;  // MYSQL*
+  };
+
   // Fault injection: stop_immediate() kills the server with SIGKILL (a crash, as far as
   // clients can tell); start() brings it back on the same port.
   void stop_immediate();
