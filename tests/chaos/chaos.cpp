@@ -16,6 +16,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/url.hpp"
+
 extern char** environ;
 
 namespace readpast::test {
@@ -336,7 +338,9 @@ CheckReport ChaosRun::check(const CheckOptions& options) {
   const History history = read_histories();
   CheckReport report = check_history(history, {}, final_jobs(), options);
   std::cout << "[ history  ] " << name_ << ": " << report.summary(10) << "\n";
-  record_figures(name_, url_.starts_with("sqlite:") ? "sqlite" : "postgres", report);
+  // The engine is the one whose URL scheme claims the URL (core/url.hpp).
+  const auto parsed = detail::parse_database_url(url_);
+  record_figures(name_, parsed ? parsed->engine : "unknown", report);
   return report;
 }
 

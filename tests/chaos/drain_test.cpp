@@ -239,7 +239,10 @@ TEST_P(DrainTest, WorkersStoppedPastTheirLeaseAreFencedOffWhenResumed) {
 // PostgreSQL crashes (`pg_ctl restart -m immediate`: every connection drops, transactions
 // in flight are lost) several times during a drain; the workers reconnect and carry on.
 TEST_P(DrainTest, ServerCrashesAndRestartsSeveralTimesMidDrain) {
-  if (!postgres()) GTEST_SKIP() << "only PostgreSQL has a server to crash (SQLite is a file)";
+  const EngineUnderTest& engine = engine_named(GetParam());
+  if (!postgres() && !engine.restart_server) {
+    GTEST_SKIP() << "only a server engine has a server to crash (SQLite is a file)";
+  }
   const int jobs = scaled(5000, 100000);
   const int restarts = scaled(3, 10);
   ChaosRun run("pg_restarts", fresh_url(), "restarts");
@@ -255,8 +258,13 @@ TEST_P(DrainTest, ServerCrashesAndRestartsSeveralTimesMidDrain) {
     for (const auto& s : run.stats()) succeeded += s.succeeded;
     if (succeeded >= static_cast<std::int64_t>(jobs) * (done + 1) / (restarts + 1)) {
       const TimePoint t_start = wall_now();
-      PostgresServer::shared().restart_immediate();
-      run.fault("restart", "", t_start, "pg_ctl restart -m immediate");
+      if (engine.restart_server) {
+        engine.restart_server();
+        run.fault("restart", "", t_start, engine.restart_detail);
+      } else {
+        PostgresServer::shared().restart_immediate();
+        run.fault("restart", "", t_start, "pg_ctl restart -m immediate");
+      }
       ++done;
     }
     std::this_thread::sleep_for(20ms);

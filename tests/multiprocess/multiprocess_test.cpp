@@ -353,8 +353,9 @@ TEST_P(MultiprocessTest, JobsOfAKilledWorkerComeBackOnlyAfterTheirLeasesExpire) 
 // a lease call that failed may have committed unseen (that job comes back when its lease,
 // kept short here, expires; its attempts then exceed its recorded leases).
 TEST_P(MultiprocessTest, WorkersRideOutImmediateServerRestartsMidRun) {
-  if (GetParam() != "postgres") {
-    GTEST_SKIP() << "restarts the database server mid-run: only PostgreSQL has one here "
+  const EngineUnderTest& engine = engine_named(GetParam());
+  if (GetParam() != "postgres" && !engine.restart_server) {
+    GTEST_SKIP() << "restarts the database server mid-run: only a server engine has one "
                     "(SQLite is a file)";
   }
   const auto started = std::chrono::steady_clock::now();
@@ -388,9 +389,14 @@ TEST_P(MultiprocessTest, WorkersRideOutImmediateServerRestartsMidRun) {
       const auto t0 = std::chrono::steady_clock::now();
       FaultEvent restart;
       restart.kind = "restart";
-      restart.detail = "pg_ctl restart -m immediate";
+      restart.detail =
+          engine.restart_server ? engine.restart_detail : "pg_ctl restart -m immediate";
       restart.t_start = wall_now();
-      PostgresServer::shared().restart_immediate();
+      if (engine.restart_server) {
+        engine.restart_server();
+      } else {
+        PostgresServer::shared().restart_immediate();
+      }
       restart.t = wall_now();
       faults.record(restart);
       restart_ms.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -24,6 +24,13 @@ struct EngineUnderTest {
   std::function<std::shared_ptr<void>(const std::string& url)> lock_jobs;
   // Makes the jobs of the database at `url` unreadable (its server still answers).
   std::function<void(const std::string& url)> break_jobs;
+  // Kills the database server (every connection drops, transactions in flight are lost) and
+  // starts it again; returns when it accepts connections.
+  std::function<void()> restart_server;
+  // What the restart is, for fault records: "mariadbd killed with SIGKILL, restarted".
+  std::string restart_detail;
+  // Times (run_at, leases) come from the database server's clock, not the worker's.
+  bool server_clock = false;
 };
 
 // Every engine of the build, in the order of READPAST_ENGINES. PostgreSQL starts (once per

@@ -27,6 +27,9 @@ EngineUnderTest mariadb_under_test() {
   engine.break_jobs = [](const std::string& url) {
     MariadbServer::shared().execute("DROP TABLE readpast_jobs", database_of(url));
   };
+  engine.restart_server = [] { MariadbServer::shared().restart_immediate(); };
+  engine.restart_detail = "mariadbd killed with SIGKILL, restarted";
+  engine.server_clock = true;
   return engine;
 }
 
