@@ -184,16 +184,25 @@ class MariadbEngine final : public Engine {
       if (!rows) return fail_with(rows.error());
       std::vector<Job> leased;
       leased.reserve(rows->size());
+      std::string leases = "[";  // [[id, "token"], ...] for lease_take_many
+      std::int64_t now = 0;
       for (std::size_t r = 0; r < rows->size(); ++r) {
         Job job = read_job(*rows, r);
-        const std::int64_t now = rows->int64(r, 16);
+        now = rows->int64(r, 16);
         job.state = JobState::kRunning;
         job.attempts += 1;
         job.lease_token = LeaseToken::random();
         job.leased_by = request.worker_id;
         job.lease_expires_at = to_time(now + micros(request.lease_duration));
         job.started_at = to_time(now);
+        if (r > 0) leases += ',';
+        leases += "[" + std::to_string(job.id) + ",\"" + job.lease_token->hex() + "\"]";
+        leased.push_back(std::move(job));
+      }
+      leases += ']';
+      if (leased.size() == 1) {
         using U = sql::lease_take;
+        const Job& job = leased.front();
         auto taken = c.run<U>(c.params<U>()
                                   .set(U::token, job.lease_token->hex())
                                   .set_bytes(U::worker_id, request.worker_id)
@@ -201,7 +210,19 @@ class MariadbEngine final : public Engine {
                                   .set(U::lease_duration, micros(request.lease_duration))
                                   .set(U::id, job.id));
         if (!taken) return fail_with(taken.error());
-        leased.push_back(std::move(job));
+      } else if (leased.size() > 1) {
+        using U = sql::lease_take_many;
+        auto taken = c.run<U>(c.params<U>()
+                                  .set(U::leases, leases)
+                                  .set_bytes(U::worker_id, request.worker_id)
+                                  .set(U::now, now)
+                                  .set(U::lease_duration, micros(request.lease_duration)));
+        if (!taken) return fail_with(taken.error());
+        if (c.affected_rows() != leased.size()) {
+          return fail_with(Error::internal("lease: the UPDATE took " +
+                                           std::to_string(c.affected_rows()) + " of " +
+                                           std::to_string(leased.size()) + " locked rows"));
+        }
       }
       return leased;
     });
@@ -699,7 +720,12 @@ class MariadbEngine final : public Engine {
         std::this_thread::sleep_for(std::chrono::microseconds(500 * (1 + attempt % 8)));
         continue;
       }
-      if (c.broken() && borrowed->reused() && (read_only || !began) && attempt == 0) continue;
+      // A stale idle connection: run again when nothing can have been done (a read, or a
+      // transaction that never began); a lone write may have committed before the loss.
+      if (c.broken() && borrowed->reused() && (read_only || (transaction && !began)) &&
+          attempt == 0) {
+        continue;
+      }
       return result;
     }
   }
@@ -718,18 +744,22 @@ class MariadbEngine final : public Engine {
   // One fenced statement Q (:id, :token, and what bind_rest sets) per ref, in one transaction.
   template <class Q, class BindRest>
   Result<std::vector<bool>> settle(std::span<const LeasedRef> refs, BindRest&& bind_rest) {
-    return write<std::vector<bool>>([&](Connection& c) -> Result<std::vector<bool>> {
-      std::vector<bool> accepted;
-      accepted.reserve(refs.size());
-      for (const LeasedRef& ref : refs) {
-        auto p = c.params<Q>();
-        p.set(Q::id, ref.id).set(Q::token, ref.token.hex());
-        bind_rest(p);
-        if (auto ok = c.run<Q>(p); !ok) return fail_with(ok.error());
-        accepted.push_back(c.affected_rows() == 1);
-      }
-      return accepted;
-    });
+    // One statement alone commits by itself (autocommit): no transaction round trips.
+    const bool single = refs.size() == 1;
+    return run_body<std::vector<bool>>(!single, false,
+                                       [&](Connection& c) -> Result<std::vector<bool>> {
+                                         std::vector<bool> accepted;
+                                         accepted.reserve(refs.size());
+                                         for (const LeasedRef& ref : refs) {
+                                           auto p = c.params<Q>();
+                                           p.set(Q::id, ref.id).set(Q::token, ref.token.hex());
+                                           bind_rest(p);
+                                           if (auto ok = c.run<Q>(p); !ok)
+                                             return fail_with(ok.error());
+                                           accepted.push_back(c.affected_rows() == 1);
+                                         }
+                                         return accepted;
+                                       });
   }
 
   // One statement Q (:id, :now) per id in one transaction; returns the ids it changed. A

@@ -68,6 +68,15 @@ UPDATE readpast_jobs SET state = 'running', attempts = attempts + 1, lease_token
     leased_by = :worker_id, lease_expires_at = :now + :lease_duration, started_at = :now
   WHERE id = :id;
 
+-- name: lease_take_many
+-- The same for every row step 1 locked, in one statement: :leases is a JSON array of
+-- [id, token] pairs, joined to the jobs by primary key. STRAIGHT_JOIN keeps that order:
+-- driven from readpast_jobs, a join can lock every row it scans, not only the ones it takes.
+UPDATE JSON_TABLE(:leases, '$[*]' COLUMNS (id BIGINT PATH '$[0]', token CHAR(32) PATH '$[1]')) l
+  STRAIGHT_JOIN readpast_jobs j ON j.id = l.id
+  SET j.state = 'running', j.attempts = j.attempts + 1, j.lease_token = l.token,
+      j.leased_by = :worker_id, j.lease_expires_at = :now + :lease_duration, j.started_at = :now;
+
 -- name: rescue_expired
 -- Along readpast_jobs_expiry.
 UPDATE readpast_jobs SET
