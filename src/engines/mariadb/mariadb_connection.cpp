@@ -218,6 +218,11 @@ Error Connection::error(std::string_view what) {
     return Error::unavailable(message);
   }
   switch (last_errno_) {
+    case ER_NET_PACKET_TOO_LARGE:
+      // The server closes the connection after it; the statement (a payload) was too big for
+      // its max_allowed_packet (docs/mariadb.md).
+      broken_ = true;
+      return Error::invalid_argument(message + "; raise the server's max_allowed_packet");
     case ER_LOCK_DEADLOCK:
     case ER_LOCK_WAIT_TIMEOUT:
     case ER_CON_COUNT_ERROR:

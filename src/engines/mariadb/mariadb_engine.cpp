@@ -827,6 +827,14 @@ Result<std::unique_ptr<Engine>> open_mariadb_engine(const DatabaseUrl& url,
   auto timeout = parse_unsigned(url, "connect_timeout", 10);
   if (!timeout) return fail_with(timeout.error());
   settings.connect_timeout_s = *timeout;
+  auto reply = parse_unsigned(url, "reply_timeout", 60);
+  if (!reply) return fail_with(reply.error());
+  if (*timeout == 0 || *reply == 0) {
+    return fail_with(Error::invalid_argument("bad URL '" + url.redacted +
+                                             "': connect_timeout and reply_timeout are seconds, "
+                                             "at least 1"));
+  }
+  settings.reply_timeout_s = *reply;
   auto engine = std::make_unique<MariadbEngine>(std::move(settings), options.logger);
   if (auto ok = engine->connect(); !ok) return fail_with(ok.error());
   return std::unique_ptr<Engine>(std::move(engine));

@@ -1,8 +1,11 @@
 // The MariaDB engine's URLs: "mariadb://USER[:PASSWORD]@HOST[:PORT]/DATABASE", "mysql://" the
 // same, with optional parameters: socket=/path (connect over that unix socket; HOST is then
-// ignored) and connect_timeout=SECONDS. USER and PASSWORD may be %XX-encoded (a password with
+// ignored), connect_timeout=SECONDS and reply_timeout=SECONDS (how long a statement's reply may
+// take before its connection is given up as dead). USER and PASSWORD may be %XX-encoded (a password
+// with
 // '@' or '/' in it). The location is left empty: the engine connects with the parsed parts,
-// kept in params (user, password, host, port, database, socket, connect_timeout).
+// kept in params (user, password, host, port, database, socket, connect_timeout,
+// reply_timeout).
 #include <charconv>
 
 #include "core/percent_decode.hpp"
@@ -75,8 +78,9 @@ Result<DatabaseUrl> parse(std::string_view url) {
   }
   for (const auto& [key, value] : parsed.params) {
     if (key == "port") continue;
-    if (key != "socket" && key != "connect_timeout") {
-      return bad("unknown parameter '" + key + "' (mariadb URLs take socket and connect_timeout)");
+    if (key != "socket" && key != "connect_timeout" && key != "reply_timeout") {
+      return bad("unknown parameter '" + key +
+                 "' (mariadb URLs take socket, connect_timeout and reply_timeout)");
     }
   }
   if (host.empty() && !parsed.params.contains("socket")) {
