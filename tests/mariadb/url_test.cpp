@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "readpast/queue.hpp"
+
 namespace readpast::detail {
 namespace {
 
@@ -47,6 +49,20 @@ TEST(MariadbUrl, PasswordIsDecodedAndRedacted) {
   EXPECT_EQ(raw.params.at("password"), "a@" + std::string(kSecret));
   EXPECT_EQ(raw.params.at("host"), "h");
   EXPECT_EQ(raw.redacted.find(kSecret), std::string::npos) << raw.redacted;
+}
+
+TEST(MariadbUrl, TakesItsTimeouts) {
+  auto url = must_parse("mariadb://w@h/jobs?connect_timeout=3&reply_timeout=30");
+  EXPECT_EQ(url.params.at("connect_timeout"), "3");
+  EXPECT_EQ(url.params.at("reply_timeout"), "30");
+  QueueOptions options;
+  for (std::string_view bad : {"mariadb://w@127.0.0.1:1/jobs?reply_timeout=soon",
+                               "mariadb://w@127.0.0.1:1/jobs?reply_timeout=0",
+                               "mariadb://w@127.0.0.1:1/jobs?connect_timeout=-1"}) {
+    auto opened = Queue::open(bad, options);
+    ASSERT_FALSE(opened.has_value()) << bad;
+    EXPECT_EQ(opened.error().code, ErrorCode::kInvalidArgument) << opened.error().message;
+  }
 }
 
 TEST(MariadbUrl, TakesASocketAndIPv6) {
