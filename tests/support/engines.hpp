@@ -7,11 +7,16 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace readpast::test {
 
 struct EngineUnderTest {
+  // The name and fresh_url; the hooks below stay empty unless the fixture sets them.
+  EngineUnderTest(std::string engine_name, std::function<std::string()> fresh)
+      : name(std::move(engine_name)), fresh_url(std::move(fresh)) {}
+
   std::string name;  // "sqlite", "postgres": used in test names
   // Returns the URL of a fresh database without a schema, distinct on every call, that
   // lives until the end of the test program.
