@@ -96,7 +96,7 @@ for config in $configs; do
     # The fault tests (label chaos) run in strict only: under ASan they take minutes the CI
     # budget does not have (scripts/reliability.sh runs them on demand).
     asan)   run_config asan "" "chaos|browser" "" "$unity" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-g1 -O1" -DREADPAST_SANITIZE=address,undefined ;;
-    tsan)   run_config tsan "cli|worker|server" "postgres|chaos|browser" "readpast_cli readpast_cli_tests readpast_worker_tests readpast_server_tests readpast_serve_command_tests" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DREADPAST_SANITIZE=thread ;;
+    tsan)   run_config tsan "cli|worker|server" "postgres|mariadb|chaos|browser" "readpast_cli readpast_cli_tests readpast_worker_tests readpast_server_tests readpast_serve_command_tests" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DREADPAST_SANITIZE=thread ;;
     fuzz)   run_fuzz_config ;;
     *) echo "unknown configuration '$config' (strict, asan, tsan, fuzz)" >&2; exit 2 ;;
   esac
