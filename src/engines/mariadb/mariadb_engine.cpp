@@ -309,13 +309,38 @@ class MariadbEngine final : public Engine {
   }
 
   Result<std::int64_t> rescue_expired(std::string_view queue) override {
-    return write<std::int64_t>([&](Connection& c) -> Result<std::int64_t> {
-      using Q = sql::rescue_expired;
-      if (auto ok = c.run<Q>(c.params<Q>().set(Q::queue, queue).set_now(Q::now)); !ok) {
-        return fail_with(ok.error());
-      }
-      return static_cast<std::int64_t>(c.affected_rows());
-    });
+    // A plain read of the expired ids, then an UPDATE of those by primary key (statements.sql
+    // expired_ids): no range read that could wait for other transactions' rows. In batches.
+    constexpr int kRescueBatch = 1000;
+    std::int64_t total = 0;
+    while (true) {
+      auto ids = with_connection<std::string>(true, [&](Connection& c) -> Result<std::string> {
+        using Q = sql::expired_ids;
+        auto rows = c.run<Q>(
+            c.params<Q>().set(Q::queue, queue).set_now(Q::now).set(Q::limit, kRescueBatch));
+        if (!rows) return fail_with(rows.error());
+        if (rows->empty()) return std::string();
+        std::string json = "[";
+        for (std::size_t r = 0; r < rows->size(); ++r) {
+          if (r > 0) json += ',';
+          json += rows->text(r, 0);
+        }
+        return json + "]";
+      });
+      if (!ids) return fail_with(ids.error());
+      if (ids->empty()) return total;
+      auto rescued =
+          with_connection<std::int64_t>(false, [&](Connection& c) -> Result<std::int64_t> {
+            using Q = sql::rescue_expired;
+            if (auto ok = c.run<Q>(c.params<Q>().set(Q::ids, *ids).set_now(Q::now)); !ok) {
+              return fail_with(ok.error());
+            }
+            return static_cast<std::int64_t>(c.affected_rows());
+          });
+      if (!rescued) return fail_with(rescued.error());
+      total += *rescued;
+      if (std::count(ids->begin(), ids->end(), ',') + 1 < kRescueBatch) return total;
+    }
   }
 
   Result<std::vector<JobId>> cancel(std::span<const JobId> ids) override {

@@ -77,17 +77,28 @@ UPDATE JSON_TABLE(:leases, '$[*]' COLUMNS (id BIGINT PATH '$[0]', token CHAR(32)
   SET j.state = 'running', j.attempts = j.attempts + 1, j.lease_token = l.token,
       j.leased_by = :worker_id, j.lease_expires_at = :now + :lease_duration, j.started_at = :now;
 
+-- name: expired_ids
+-- rescue, step 1: a plain read (no locks) of the queue's expired leases, along
+-- readpast_jobs_expiry. A locking range read here would wait for whichever transaction holds
+-- the first running job past the range (a lease or a settle in flight, or a caller's own
+-- transaction around readpast_complete).
+SELECT id FROM readpast_jobs
+  WHERE queue = :queue AND state = 'running' AND lease_expires_at <= :now
+  ORDER BY lease_expires_at LIMIT :limit;
+
 -- name: rescue_expired
--- Along readpast_jobs_expiry.
-UPDATE readpast_jobs SET
-    last_error = CASE WHEN attempts >= max_attempts
-                      THEN CONCAT('lease expired after ', attempts, ' attempts (worker lost)')
-                      ELSE 'lease expired (worker lost)' END,
-    finished_at = CASE WHEN attempts >= max_attempts THEN :now END,
-    run_at = CASE WHEN attempts >= max_attempts THEN run_at ELSE :now END,
-    lease_expires_at = NULL,
-    state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'available' END
-  WHERE queue = :queue AND state = 'running' AND lease_expires_at <= :now;
+-- rescue, step 2: those jobs by primary key (:ids a JSON array of ids, STRAIGHT_JOIN as in
+-- lease_take_many), each only while it is still running with its lease expired.
+UPDATE JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) x
+  STRAIGHT_JOIN readpast_jobs j ON j.id = x.id
+  SET j.last_error = CASE WHEN j.attempts >= j.max_attempts
+                          THEN CONCAT('lease expired after ', j.attempts, ' attempts (worker lost)')
+                          ELSE 'lease expired (worker lost)' END,
+      j.finished_at = CASE WHEN j.attempts >= j.max_attempts THEN :now END,
+      j.run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at ELSE :now END,
+      j.lease_expires_at = NULL,
+      j.state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'available' END
+  WHERE j.state = 'running' AND j.lease_expires_at <= :now;
 
 -- The settling calls are fenced: each changes the job only while it is running under the
 -- lease :token. MariaDB assigns SET columns left to right, each seeing the ones before: state
