@@ -306,6 +306,12 @@ Result<Rows> Connection::run(const Statement& statement, const Params& params,
 }
 
 Result<Rows> Connection::exec(const Statement& statement, const Params& params) {
+  if (params.size() != statement.param_count || params.first_unbound() != 0) {
+    return fail_with(Error::internal(statement.name + ": takes " +
+                                     std::to_string(statement.param_count) + " parameters, given " +
+                                     std::to_string(params.size()) + " with $" +
+                                     std::to_string(params.first_unbound()) + " unbound"));
+  }
   if (broken_) return fail_with(Error::unavailable("lost the connection to PostgreSQL"));
   std::string sqlstate;
   auto rows = run(statement, params, sqlstate);

@@ -22,9 +22,9 @@ struct NotifyDeleter {
 
 }  // namespace
 
-Listener::Listener(ConnectionConfig config, std::string channel, Logger logger)
+Listener::Listener(ConnectionConfig config, std::string listen, Logger logger)
     : config_(std::move(config)),
-      channel_(std::move(channel)),
+      listen_(std::move(listen)),
       logger_(std::move(logger)),
       wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
@@ -117,8 +117,8 @@ void Listener::run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     if (!connection) {
       auto opened = Connection::open(config_);
-      Status listening = opened ? (*opened)->exec_script("LISTEN \"" + channel_ + "\"")
-                                : Status(fail_with(opened.error()));
+      Status listening =
+          opened ? (*opened)->exec_script(listen_) : Status(fail_with(opened.error()));
       if (!listening) {
         if (!outage_logged) {
           log(LogLevel::kWarn, "wake-up listener cannot reach PostgreSQL (" +

@@ -49,7 +49,8 @@ namespace readpast::detail::pg {
 
 class Listener {
  public:
-  Listener(ConnectionConfig config, std::string channel, Logger logger);
+  // listen: the script that LISTENs on the schema's channel (Sql::listen).
+  Listener(ConnectionConfig config, std::string listen, Logger logger);
   ~Listener();
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
@@ -84,7 +85,7 @@ class Listener {
 
   // Constant after construction.
   const ConnectionConfig config_;
-  const std::string channel_;
+  const std::string listen_;
   const Logger logger_;
   const int wake_fd_;  // an eventfd: written by the destructor to interrupt poll()
 

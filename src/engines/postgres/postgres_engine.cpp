@@ -42,15 +42,16 @@ constexpr auto kLockedDueRecheck = std::chrono::milliseconds(50);
 // How long wait_for_work waits for the listener's first LISTEN (a connect and a round trip).
 constexpr auto kListenPatience = std::chrono::seconds(2);
 
-// The ids and tokens of refs as the two arrays every fenced statement takes first.
+// The ids and tokens of refs, as the two arrays of the fenced statement S.
+template <class S>
 Params ref_params(std::span<const LeasedRef> refs) {
   ArrayParam ids(Oid::kInt8), tokens(Oid::kUuid);
   for (const auto& ref : refs) {
     ids.add(pg::encode_int8(ref.id));
     tokens.add(pg::encode_uuid(ref.token));
   }
-  Params params;
-  params.array(ids).array(tokens);
+  Params params(S::param_count);
+  params.array(S::ids, ids).array(S::tokens, tokens);
   return params;
 }
 
@@ -83,7 +84,7 @@ class PostgresEngine final : public Engine {
       : schema_(std::move(schema)),
         sql_(schema_),
         pool_(config, logger, kPoolConnections),
-        listener_(std::move(config), schema_.channel, logger) {}
+        listener_(std::move(config), sql_.listen.sql, logger) {}
 
   // Connects once; see open_postgres_engine.
   Status connect() { return pool_.connect_first(); }
@@ -100,11 +101,10 @@ class PostgresEngine final : public Engine {
     if (!transaction) return fail_with(transaction.error());
     // Concurrent `readpast init`s queue here; the second finds the work done. A
     // transaction-scoped lock, so that it also works through a transaction-mode pooler.
-    const pg::Statement lock{"readpast_migrate_lock",
-                             "SELECT pg_advisory_xact_lock(hashtext('readpast.migrate'), "
-                             "hashtext($1::text))"};
-    if (auto ok = (*c)->exec(lock, Params().text(schema_.name)); !ok) return fail_with(ok.error());
-    if (auto ok = (*c)->exec_script(sql_.create_schema); !ok) return fail_with(ok.error());
+    Params lock(pg::sql::migrate_lock::param_count);
+    lock.text(pg::sql::migrate_lock::schema_name, schema_.name);
+    if (auto ok = (*c)->exec(sql_.migrate_lock, lock); !ok) return fail_with(ok.error());
+    if (auto ok = (*c)->exec_script(sql_.create_schema.sql); !ok) return fail_with(ok.error());
     Migrations steps(*this, **c);
     auto version = migrate_schema(steps, pg::kSchemaVersion, pg::kSchemaVersion);
     if (!version) return version;
@@ -138,12 +138,14 @@ class PostgresEngine final : public Engine {
     listener_.lease_started(request.queue);
     const ArrayParam tokens = fresh_tokens(request.max_jobs);
     const pg::Statement* statement = lease_statement(request.max_jobs);
-    Params params;
-    params.text(request.queue)
-        .text(sanitize_utf8(request.worker_id))
-        .int8(request.lease_duration.count())
-        .array(tokens);
-    if (statement == &sql_.lease) params.int4(request.max_jobs);
+    using S = pg::sql::lease;
+    Params params(statement->param_count);
+    params.text(S::queue, request.queue)
+        .text(S::worker, sanitize_utf8(request.worker_id))
+        .int8(S::lease_us, request.lease_duration.count())
+        .array(S::tokens, tokens);
+    // The statement with LIMIT $N; the others have the number in their text instead.
+    if (statement == &sql_.lease) params.int4(S::max_jobs, request.max_jobs);
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
     auto rows = (*c)->exec(*statement, params);
@@ -159,7 +161,11 @@ class PostgresEngine final : public Engine {
   }
 
   Result<std::vector<bool>> complete(std::span<const LeasedRef> refs, bool delete_row) override {
-    return settle(delete_row ? sql_.complete_delete : sql_.complete, refs, ref_params(refs));
+    static_assert(pg::sql::complete::param_count == pg::sql::complete_delete::param_count &&
+                  pg::sql::complete::ids == pg::sql::complete_delete::ids &&
+                  pg::sql::complete::tokens == pg::sql::complete_delete::tokens);
+    return settle(delete_row ? sql_.complete_delete : sql_.complete, refs,
+                  ref_params<pg::sql::complete>(refs));
   }
 
   Result<std::vector<FailResult>> fail(std::span<const FailItem> items) override {
@@ -180,15 +186,16 @@ class PostgresEngine final : public Engine {
     }
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
-    auto rows = (*c)->exec(sql_.fail, Params()
-                                          .array(ids)
-                                          .array(tokens)
-                                          .array(errors)
-                                          .array(retry_after)
-                                          .array(base)
-                                          .array(cap)
-                                          .array(factor)
-                                          .array(no_retry));
+    using S = pg::sql::fail;
+    auto rows = (*c)->exec(sql_.fail, Params(S::param_count)
+                                          .array(S::ids, ids)
+                                          .array(S::tokens, tokens)
+                                          .array(S::errors, errors)
+                                          .array(S::retry_after_us, retry_after)
+                                          .array(S::base_us, base)
+                                          .array(S::cap_us, cap)
+                                          .array(S::factors, factor)
+                                          .array(S::no_retry, no_retry));
     if (!rows) return fail_with(rows.error());
     std::map<std::pair<JobId, std::string>, FailOutcome> outcomes;
     for (int r = 0; r < rows->size(); ++r) {
@@ -206,11 +213,15 @@ class PostgresEngine final : public Engine {
 
   Result<std::vector<bool>> extend(std::span<const LeasedRef> refs,
                                    Duration lease_duration) override {
-    return settle(sql_.extend, refs, ref_params(refs).int8(lease_duration.count()));
+    return settle(
+        sql_.extend, refs,
+        ref_params<pg::sql::extend>(refs).int8(pg::sql::extend::lease_us, lease_duration.count()));
   }
 
   Result<std::vector<bool>> release(std::span<const LeasedRef> refs, Duration delay) override {
-    return settle(sql_.release, refs, ref_params(refs).int8(delay.count()));
+    return settle(
+        sql_.release, refs,
+        ref_params<pg::sql::release>(refs).int8(pg::sql::release::delay_us, delay.count()));
   }
 
   Result<bool> wait_for_work(std::string_view queue, Duration timeout) override {
@@ -222,7 +233,9 @@ class PostgresEngine final : public Engine {
     {
       auto c = pool_.acquire();
       if (!c) return fail_with(c.error());
-      auto rows = (*c)->exec(sql_.next_due, Params().text(queue));
+      auto rows =
+          (*c)->exec(sql_.next_due,
+                     Params(pg::sql::next_due::param_count).text(pg::sql::next_due::queue, queue));
       if (!rows) return fail_with(rows.error());
       if (rows->size() == 1) due_in_us = rows->optional_int8(0, 0);
     }
@@ -245,7 +258,9 @@ class PostgresEngine final : public Engine {
     while (true) {
       auto c = pool_.acquire();
       if (!c) return fail_with(c.error());
-      auto rows = (*c)->exec(sql_.rescue, Params().text(queue).int4(kRescueBatch));
+      using S = pg::sql::rescue;
+      auto rows = (*c)->exec(
+          sql_.rescue, Params(S::param_count).text(S::queue, queue).int4(S::batch, kRescueBatch));
       if (!rows) return fail_with(rows.error());
       total += rows->affected();
       if (rows->affected() < kRescueBatch) return total;
@@ -263,7 +278,10 @@ class PostgresEngine final : public Engine {
   Result<std::int64_t> retry_all(std::string_view queue, JobState state) override {
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
-    auto rows = (*c)->exec(sql_.retry_all, Params().text(queue).text(to_string(state)));
+    using S = pg::sql::retry_all;
+    auto rows =
+        (*c)->exec(sql_.retry_all,
+                   Params(S::param_count).text(S::queue, queue).text(S::state, to_string(state)));
     if (!rows) return fail_with(rows.error());
     return rows->affected();
   }
@@ -273,18 +291,19 @@ class PostgresEngine final : public Engine {
     // chase rows finishing now. Each batch is its own short statement.
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
-    auto now = (*c)->exec(sql_.now, Params());
+    auto now = (*c)->exec(sql_.now, Params(pg::sql::now::param_count));
     if (!now) return fail_with(now.error());
     const TimePoint cutoff = now->timestamptz(0, 0) - request.older_than.value_or(Duration::zero());
     std::int64_t total = 0;
     std::int64_t budget = request.limit.value_or(std::numeric_limits<int>::max());
     while (budget > 0) {
       const int batch = static_cast<int>(std::min<std::int64_t>(budget, kPurgeBatch));
-      auto rows = (*c)->exec(sql_.purge, Params()
-                                             .text(request.queue)
-                                             .text(to_string(request.state))
-                                             .timestamptz(cutoff)
-                                             .int4(batch));
+      using S = pg::sql::purge;
+      auto rows = (*c)->exec(sql_.purge, Params(S::param_count)
+                                             .text(S::queue, request.queue)
+                                             .text(S::state, to_string(request.state))
+                                             .timestamptz(S::cutoff, cutoff)
+                                             .int4(S::batch, batch));
       if (!rows) return fail_with(rows.error());
       total += rows->affected();
       budget -= rows->affected();
@@ -296,12 +315,9 @@ class PostgresEngine final : public Engine {
   Result<std::vector<QueueStats>> stats(std::optional<std::string_view> queue) override {
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
-    Params params;
-    if (queue) {
-      params.text(*queue);
-    } else {
-      params.add_null();
-    }
+    Params params(pg::sql::stats::param_count);
+    params.optional(pg::sql::stats::queue, queue,
+                    [](std::string_view q) { return std::string(q); });
     auto rows = (*c)->exec(sql_.stats, params);
     if (!rows) return fail_with(rows.error());
     std::map<std::string, QueueStats> by_queue;
@@ -327,16 +343,12 @@ class PostgresEngine final : public Engine {
   }
 
   Result<std::vector<Job>> list(const ListRequest& request) override {
-    const pg::Statement& statement = request.queue
-                                         ? (request.state ? sql_.list_queue_state : sql_.list_queue)
-                                         : (request.state ? sql_.list_state : sql_.list_all);
-    Params params;
-    params.int8(request.after_id.value_or(0)).int4(request.limit);
-    if (request.queue) params.text(*request.queue);
-    if (request.state) params.text(to_string(*request.state));
-    auto c = pool_.acquire();
-    if (!c) return fail_with(c.error());
-    auto rows = (*c)->exec(statement, params);
+    auto rows =
+        request.queue
+            ? (request.state ? list_page<pg::sql::list_queue_state>(sql_.list_queue_state, request)
+                             : list_page<pg::sql::list_queue>(sql_.list_queue, request))
+            : (request.state ? list_page<pg::sql::list_state>(sql_.list_state, request)
+                             : list_page<pg::sql::list_all>(sql_.list_all, request));
     if (!rows) return fail_with(rows.error());
     std::vector<Job> jobs;
     jobs.reserve(static_cast<std::size_t>(rows->size()));
@@ -347,7 +359,7 @@ class PostgresEngine final : public Engine {
   Result<std::optional<Job>> get(JobId id) override {
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
-    auto rows = (*c)->exec(sql_.get, Params().int8(id));
+    auto rows = (*c)->exec(sql_.get, Params(pg::sql::get::param_count).int8(pg::sql::get::id, id));
     if (!rows) return fail_with(rows.error());
     if (rows->size() == 0) return std::optional<Job>{};
     return std::optional<Job>(pg::read_job(*rows, 0));
@@ -355,13 +367,11 @@ class PostgresEngine final : public Engine {
 
   Result<std::vector<FinishedCounts>> finished_since(
       TimePoint since, std::optional<std::string_view> queue) override {
-    Params params;
-    params.timestamptz(since);
-    if (queue) {
-      params.text(*queue);
-    } else {
-      params.add_null();
-    }
+    using S = pg::sql::finished_since;
+    Params params(S::param_count);
+    params.timestamptz(S::since, since).optional(S::queue, queue, [](std::string_view q) {
+      return std::string(q);
+    });
     auto rows = exec(sql_.finished_since, params);
     if (!rows) return fail_with(rows.error());
     std::vector<FinishedCounts> counts;
@@ -372,25 +382,30 @@ class PostgresEngine final : public Engine {
   }
 
   Status set_paused(std::string_view queue, bool paused) override {
-    auto rows = exec(paused ? sql_.pause : sql_.resume, Params().text(queue));
+    using S = pg::sql::pause;
+    static_assert(S::param_count == pg::sql::resume::param_count &&
+                  S::queue == pg::sql::resume::queue);
+    auto rows =
+        exec(paused ? sql_.pause : sql_.resume, Params(S::param_count).text(S::queue, queue));
     if (!rows) return fail_with(rows.error());
     return {};
   }
 
   Result<bool> upsert_schedule(const Schedule& schedule) override {
-    auto rows = exec(sql_.upsert_schedule, Params()
-                                               .text(schedule.name)
-                                               .text(schedule.queue)
-                                               .text(schedule.spec)
-                                               .add(schedule.payload)
-                                               .int4(schedule.priority)
-                                               .int4(schedule.max_attempts));
+    using S = pg::sql::upsert_schedule;
+    auto rows = exec(sql_.upsert_schedule, Params(S::param_count)
+                                               .text(S::name, schedule.name)
+                                               .text(S::queue, schedule.queue)
+                                               .text(S::spec, schedule.spec)
+                                               .set(S::payload, schedule.payload)
+                                               .int4(S::priority, schedule.priority)
+                                               .int4(S::max_attempts, schedule.max_attempts));
     if (!rows) return fail_with(rows.error());
     return rows->size() == 1 && rows->boolean(0, 0);
   }
 
   Result<std::vector<Schedule>> list_schedules() override {
-    auto rows = exec(sql_.list_schedules, Params());
+    auto rows = exec(sql_.list_schedules, Params(pg::sql::list_schedules::param_count));
     if (!rows) return fail_with(rows.error());
     std::vector<Schedule> schedules;
     for (int r = 0; r < rows->size(); ++r) {
@@ -409,29 +424,36 @@ class PostgresEngine final : public Engine {
   }
 
   Result<bool> delete_schedule(std::string_view name) override {
-    auto rows = exec(sql_.delete_schedule, Params().text(name));
+    auto rows = exec(
+        sql_.delete_schedule,
+        Params(pg::sql::delete_schedule::param_count).text(pg::sql::delete_schedule::name, name));
     if (!rows) return fail_with(rows.error());
     return rows->affected() == 1;
   }
 
   Result<std::optional<JobId>> enqueue_tick(std::string_view name, TimePoint tick) override {
-    auto rows = exec(sql_.enqueue_tick,
-                     Params().text(name).timestamptz(tick).text(schedule_job_key(name, tick)));
+    using S = pg::sql::enqueue_tick;
+    auto rows = exec(sql_.enqueue_tick, Params(S::param_count)
+                                            .text(S::name, name)
+                                            .timestamptz(S::tick, tick)
+                                            .text(S::unique_key, schedule_job_key(name, tick)));
     if (!rows) return fail_with(rows.error());
     if (rows->size() == 0) return std::optional<JobId>{};
     return std::optional<JobId>(rows->int8(0, 0));
   }
 
   Result<bool> claim_task(std::string_view task, Duration interval, std::string_view by) override {
-    auto rows =
-        exec(sql_.claim_task,
-             Params().text(sanitize_utf8(task)).int8(interval.count()).text(sanitize_utf8(by)));
+    using S = pg::sql::claim_task;
+    auto rows = exec(sql_.claim_task, Params(S::param_count)
+                                          .text(S::task, sanitize_utf8(task))
+                                          .int8(S::interval_us, interval.count())
+                                          .text(S::claimed_by, sanitize_utf8(by)));
     if (!rows) return fail_with(rows.error());
     return rows->size() == 1;
   }
 
   Result<TimePoint> now() override {
-    auto rows = exec(sql_.now, Params());
+    auto rows = exec(sql_.now, Params(pg::sql::now::param_count));
     if (!rows) return fail_with(rows.error());
     return rows->timestamptz(0, 0);
   }
@@ -444,6 +466,16 @@ class PostgresEngine final : public Engine {
     return (*c)->exec(statement, params);
   }
 
+  // One page of jobs through the list statement S, whose filters are those of request.
+  template <class S>
+  Result<Rows> list_page(const pg::Statement& statement, const ListRequest& request) {
+    Params params(S::param_count);
+    params.int8(S::after_id, request.after_id.value_or(0)).int4(S::limit, request.limit);
+    if constexpr (requires { S::queue; }) params.text(S::queue, *request.queue);
+    if constexpr (requires { S::state; }) params.text(S::state, to_string(*request.state));
+    return exec(statement, params);
+  }
+
   // Migrations as PostgreSQL runs them, in migrate()'s transaction.
   class Migrations final : public MigrationSteps {
    public:
@@ -452,10 +484,11 @@ class PostgresEngine final : public Engine {
     Status apply(int number) override {
       const auto& script = engine_.sql_.migrations[static_cast<std::size_t>(number - 1)];
       if (auto ok = c_.exec_script(script); !ok) return ok;
-      const pg::Statement record{"readpast_record_version",
-                                 "INSERT INTO " + engine_.schema_.quoted +
-                                     ".schema_version (version) VALUES ($1::integer)"};
-      if (auto ok = c_.exec(record, Params().int4(number)); !ok) return fail_with(ok.error());
+      Params record(pg::sql::record_version::param_count);
+      record.int4(pg::sql::record_version::version, number);
+      if (auto ok = c_.exec(engine_.sql_.record_version, record); !ok) {
+        return fail_with(ok.error());
+      }
       return {};
     }
 
@@ -466,7 +499,7 @@ class PostgresEngine final : public Engine {
 
   // The schema version, 0 when the schema or its version table does not exist.
   Result<int> read_version(Connection& c) {
-    auto rows = c.exec(sql_.schema_version, Params());
+    auto rows = c.exec(sql_.schema_version, Params(pg::sql::schema_version::param_count));
     if (!rows) {
       if (rows.error().code == ErrorCode::kSchema) return 0;
       return fail_with(rows.error());
@@ -488,7 +521,7 @@ class PostgresEngine final : public Engine {
 
   // Runs a fenced statement whose rows are the (id, token) of the refs that matched.
   // A re-sent call (after a dropped connection left the first one's outcome unknown)
-  // matches nothing if the first one committed: see kCompleteSql.
+  // matches nothing if the first one committed: see complete in sql/statements.sql.
   Result<std::vector<bool>> settle(const pg::Statement& statement, std::span<const LeasedRef> refs,
                                    const Params& params) {
     auto c = pool_.acquire();
@@ -503,12 +536,15 @@ class PostgresEngine final : public Engine {
     return accepted;
   }
 
+  // cancel or retry: ids in, the changed ids out.
   Result<std::vector<JobId>> change(const pg::Statement& statement, std::span<const JobId> ids) {
+    using S = pg::sql::cancel;
+    static_assert(S::param_count == pg::sql::retry::param_count && S::ids == pg::sql::retry::ids);
     ArrayParam array(Oid::kInt8);
     for (JobId id : ids) array.add(pg::encode_int8(id));
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
-    auto rows = (*c)->exec(statement, Params().array(array));
+    auto rows = (*c)->exec(statement, Params(S::param_count).array(S::ids, array));
     if (!rows) return fail_with(rows.error());
     return in_request_order(ids, *rows);
   }
