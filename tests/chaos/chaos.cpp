@@ -16,6 +16,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/url.hpp"
+
 extern char** environ;
 
 namespace readpast::test {
@@ -336,7 +338,8 @@ CheckReport ChaosRun::check(const CheckOptions& options) {
   const History history = read_histories();
   CheckReport report = check_history(history, {}, final_jobs(), options);
   std::cout << "[ history  ] " << name_ << ": " << report.summary(10) << "\n";
-  record_figures(name_, url_.starts_with("sqlite:") ? "sqlite" : "postgres", report);
+  auto url = detail::parse_database_url(url_);
+  record_figures(name_, url ? url->engine : "unknown", report);
   return report;
 }
 

@@ -23,7 +23,6 @@
 #include "readpast/readpast.hpp"
 #include "support/engines.hpp"
 #include "support/history.hpp"
-#include "support/postgres_server.hpp"
 #include "support/temp_dir.hpp"
 
 extern char** environ;
@@ -50,7 +49,7 @@ int env_or(const char* name, int fallback) {
 
 RunShape shape_for(const std::string& engine) {
   RunShape shape;
-  if (engine == "postgres") shape = RunShape{8, 4, 50000, 32};
+  if (engine_named(engine).concurrent_writers) shape = RunShape{8, 4, 50000, 32};
   shape.processes = env_or("READPAST_MP_PROCESSES", shape.processes);
   shape.threads = env_or("READPAST_MP_THREADS", shape.threads);
   shape.jobs = env_or("READPAST_MP_JOBS", shape.jobs);
@@ -353,9 +352,9 @@ TEST_P(MultiprocessTest, JobsOfAKilledWorkerComeBackOnlyAfterTheirLeasesExpire) 
 // a lease call that failed may have committed unseen (that job comes back when its lease,
 // kept short here, expires; its attempts then exceed its recorded leases).
 TEST_P(MultiprocessTest, WorkersRideOutImmediateServerRestartsMidRun) {
-  if (GetParam() != "postgres") {
-    GTEST_SKIP() << "restarts the database server mid-run: only PostgreSQL has one here "
-                    "(SQLite is a file)";
+  const EngineUnderTest& engine = engine_named(GetParam());
+  if (!engine.crash_and_restart) {
+    GTEST_SKIP() << "restarts the database server mid-run: an embedded database has none";
   }
   const auto started = std::chrono::steady_clock::now();
   const std::vector<JobId> ids = enqueue_jobs();
@@ -388,9 +387,8 @@ TEST_P(MultiprocessTest, WorkersRideOutImmediateServerRestartsMidRun) {
       const auto t0 = std::chrono::steady_clock::now();
       FaultEvent restart;
       restart.kind = "restart";
-      restart.detail = "pg_ctl restart -m immediate";
       restart.t_start = wall_now();
-      PostgresServer::shared().restart_immediate();
+      restart.detail = engine.crash_and_restart();
       restart.t = wall_now();
       faults.record(restart);
       restart_ms.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -5,20 +5,40 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace readpast::test {
 
+// What the shared suites need of an engine, beyond its URL. Each engine's fixture fills it in;
+// a shared test never names an engine.
 struct EngineUnderTest {
   std::string name;  // "sqlite", "postgres": used in test names
   // Returns the URL of a fresh database without a schema, distinct on every call, that
   // lives until the end of the test program.
   std::function<std::string()> fresh_url;
+  // Writers do not serialise on one lock (a database server): the multi-process suites
+  // run more processes and jobs.
+  bool concurrent_writers = false;
+  // Times come from the database server's clock, so a worker whose clock jumps moves no
+  // run_at and no lease. (SQLite has no server: each process reads its own host clock.)
+  bool server_clock = false;
+  // Engines with a server: kills it without a clean shutdown (every connection drops, the
+  // transactions in flight are lost), starts it again and returns how, for the fault
+  // history. Empty for an embedded engine: there is no server to crash.
+  std::function<std::string()> crash_and_restart;
+  // Takes the write lock of the database at `url` (with its schema) and holds it until the
+  // returned object is destroyed, so that every enqueue waits.
+  std::function<std::shared_ptr<void>(const std::string& url)> hold_write_lock;
+  // Leaves the database at `url` answering, with its schema version readable, but its jobs
+  // unreadable.
+  std::function<void(const std::string& url)> make_jobs_unreadable;
 };
 
-// Every engine of the build, in the order of READPAST_ENGINES. PostgreSQL starts (once per
-// test program) a real server in a temporary directory; see postgres_server.hpp.
+// Every engine of the build, in the order of READPAST_ENGINES. An engine with a server
+// starts a real one (once per test program) in a temporary directory; see
+// engines/postgres_server.hpp.
 std::vector<EngineUnderTest> engines_under_test();
 
 // The names, for INSTANTIATE_TEST_SUITE_P.

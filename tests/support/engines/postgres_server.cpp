@@ -1,4 +1,4 @@
-#include "support/postgres_server.hpp"
+#include "support/engines/postgres_server.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "cli_runner.hpp"
-#include "support/postgres_server.hpp"
+#include "support/engines/postgres_server.hpp"
 #include "support/temp_dir.hpp"
 
 namespace readpast::test {
