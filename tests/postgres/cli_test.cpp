@@ -12,12 +12,23 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cli_fixture.hpp"
 #include "cli_runner.hpp"
 #include "support/engines/postgres_server.hpp"
 #include "support/temp_dir.hpp"
 
 namespace readpast::test {
 namespace {
+
+// Commands do not get the password, and there is no URL without it to give them.
+TEST_F(CliTest, AUrlOfNothingButAPasswordNeedsPassDbPassword) {
+  auto r =
+      run_readpast(dir_.path(), {"--db", "password=pgS3cretPW", "work", "q", "--exec", "true"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(is_one_line_reason(r.err));
+  EXPECT_NE(r.err.find("--pass-db-password"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("pgS3cretPW"), std::string::npos) << r.err;
+}
 
 TEST(CliPostgresTest, InitEnqueueWorkAndInspect) {
   TempDir dir;
