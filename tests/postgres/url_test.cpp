@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "readpast/queue.hpp"
 
@@ -66,6 +68,51 @@ TEST(DatabaseUrl, PostgresKeywordFormIsRedacted) {
   EXPECT_EQ(url.redacted.find(kSecret), std::string::npos) << url.redacted;
   EXPECT_NE(url.redacted.find("host=db.example"), std::string::npos) << url.redacted;
   EXPECT_NE(url.redacted.find("dbname=jobs"), std::string::npos) << url.redacted;
+}
+
+// Issue 19's parameters: readpast's own, so libpq never sees them, and a bad value is a bad
+// URL before any connection is tried.
+TEST(DatabaseUrl, PostgresPoolerParametersAreReadpastsOwnAndChecked) {
+  auto url = must_parse(
+      "postgresql://u@h:6432/db?pool_mode=transaction&pool_size=3&"
+      "poll_interval=250ms&sslmode=disable");
+  EXPECT_EQ(url.location, "postgresql://u@h:6432/db?sslmode=disable");
+  EXPECT_EQ(url.params.at("pool_mode"), "transaction");
+  EXPECT_EQ(url.params.at("pool_size"), "3");
+  EXPECT_EQ(url.params.at("poll_interval"), "250ms");
+  for (const auto& [bad, named] : std::vector<std::pair<std::string, std::string>>{
+           {"pool_mode=statement", "pool_mode"},
+           {"pool_size=0", "pool_size"},
+           {"pool_size=many", "pool_size"},
+           {"pool_size=101", "pool_size"},
+           {"poll_interval=0s", "poll_interval"},
+           {"poll_interval=often", "poll_interval"},
+           {"listen_url=sqlite%3Ax.db", "listen_url"},
+           {"listen_url=postgresql%3A%2F%2Fu%40127.0.0.1%3A1%2Fdb%3Fpool_mode%3Dtransaction",
+            "listen_url"}}) {
+    const std::string text = "postgresql://u:" + std::string(kSecret) + "@127.0.0.1:1/db?" + bad;
+    auto opened = Queue::open(text);
+    ASSERT_FALSE(opened.has_value()) << bad;
+    EXPECT_EQ(opened.error().code, ErrorCode::kInvalidArgument) << opened.error().message;
+    EXPECT_NE(opened.error().message.find(named), std::string::npos) << opened.error().message;
+    EXPECT_EQ(opened.error().message.find(kSecret), std::string::npos) << opened.error().message;
+  }
+}
+
+// listen_url is a URL inside a URL: its password is redacted too, and decoded for the
+// engine.
+TEST(DatabaseUrl, PostgresListenUrlIsDecodedAndItsPasswordRedacted) {
+  const std::string listen =
+      "postgresql%3A%2F%2Fw%3A" + std::string(kSecret) + "%40db.example%3A5432%2Fjobs";
+  auto url =
+      must_parse("postgresql://w@pooler:6432/jobs?pool_mode=transaction&listen_url=" + listen);
+  EXPECT_EQ(url.params.at("listen_url"),
+            "postgresql://w:" + std::string(kSecret) + "@db.example:5432/jobs");
+  EXPECT_EQ(url.redacted.find(kSecret), std::string::npos) << url.redacted;
+  EXPECT_NE(url.redacted.find("listen_url=postgresql://w:***@db.example:5432/jobs"),
+            std::string::npos)
+      << url.redacted;
+  EXPECT_FALSE(parse_database_url("postgresql://h/db?listen_url=%zz").has_value());
 }
 
 }  // namespace

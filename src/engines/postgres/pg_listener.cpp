@@ -22,7 +22,7 @@ struct NotifyDeleter {
 
 }  // namespace
 
-Listener::Listener(ConnectionConfig config, std::string listen, Logger logger)
+Listener::Listener(std::optional<ConnectionConfig> config, std::string listen, Logger logger)
     : config_(std::move(config)),
       listen_(std::move(listen)),
       logger_(std::move(logger)),
@@ -57,6 +57,10 @@ void Listener::wake_one(std::string_view queue) {
 
 void Listener::subscribe(std::string_view queue, Duration patience) {
   std::unique_lock lock(mu_);
+  if (!config_) {
+    queues_.try_emplace(std::string(queue));
+    return;  // nothing to wait for: no notification will come
+  }
   if (!started_) {
     started_ = true;
     thread_ = std::jthread([this](std::stop_token stop) { run(std::move(stop)); });
@@ -116,7 +120,7 @@ void Listener::run(std::stop_token stop) {
   bool ever_connected = false;
   while (!stop.stop_requested()) {
     if (!connection) {
-      auto opened = Connection::open(config_);
+      auto opened = Connection::open(*config_);
       Status listening =
           opened ? (*opened)->exec_script(listen_) : Status(fail_with(opened.error()));
       if (!listening) {
@@ -144,7 +148,7 @@ void Listener::run(std::stop_token stop) {
     if (!wait_readable(PQsocket(conn), stop)) continue;
     if (PQconsumeInput(conn) == 0 || PQstatus(conn) != CONNECTION_OK) {
       log(LogLevel::kWarn, "wake-up listener lost its PostgreSQL connection (" +
-                               clean_message(PQerrorMessage(conn), config_.secrets) +
+                               clean_message(PQerrorMessage(conn), config_->secrets) +
                                "); reconnecting");
       outage_logged = true;
       connection.reset();

@@ -1,9 +1,11 @@
 #include "engines/postgres/postgres_engine.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -11,6 +13,7 @@
 #include "core/handout_order.hpp"
 #include "core/random_bytes.hpp"
 #include "core/schema_policy.hpp"
+#include "core/url.hpp"
 #include "core/utf8.hpp"
 #include "engines/postgres/pg_connection.hpp"
 #include "engines/postgres/pg_jobs.hpp"
@@ -28,9 +31,66 @@ using pg::Params;
 using pg::Rows;
 using pg::Transaction;
 
-// Connections one engine (one Queue, shared by a worker's threads) keeps for statements;
-// the wake-up listener takes one more once a worker waits for work.
+// Connections one engine (one Queue, shared by a worker's threads) keeps for statements, by
+// default (URL parameter pool_size); the wake-up listener takes one more once a worker waits
+// for work.
 constexpr std::size_t kPoolConnections = 8;
+constexpr std::size_t kMaxPoolConnections = 100;
+// Without notifications (a transaction-mode pooler and no listen_url), how often an idle
+// caller looks at the table, by default (URL parameter poll_interval).
+constexpr Duration kDefaultPollInterval = std::chrono::milliseconds(200);
+
+// What the URL says about connections, beyond the statements' ConnectionConfig.
+struct EngineSettings {
+  std::size_t pool_size = kPoolConnections;
+  // Where the listener LISTENs; nullopt: nowhere, poll every poll_interval instead.
+  std::optional<pg::ConnectionConfig> listen;
+  Duration poll_interval = kDefaultPollInterval;
+};
+
+Result<EngineSettings> engine_settings(const DatabaseUrl& url, const pg::ConnectionConfig& config) {
+  auto bad = [&](const std::string& why) {
+    return fail_with(Error::invalid_argument("bad URL '" + url.redacted + "': " + why));
+  };
+  EngineSettings settings;
+  if (auto it = url.params.find("pool_size"); it != url.params.end()) {
+    std::size_t n = 0;
+    const auto [end, ec] =
+        std::from_chars(it->second.data(), it->second.data() + it->second.size(), n);
+    if (ec != std::errc{} || end != it->second.data() + it->second.size() || n < 1 ||
+        n > kMaxPoolConnections) {
+      return bad("pool_size must be a number of connections from 1 to " +
+                 std::to_string(kMaxPoolConnections));
+    }
+    settings.pool_size = n;
+  }
+  if (auto it = url.params.find("poll_interval"); it != url.params.end()) {
+    auto interval = parse_duration(it->second);
+    if (!interval || *interval <= Duration::zero()) {
+      return bad("poll_interval must be a duration of more than zero (e.g. 200ms, 1s)");
+    }
+    settings.poll_interval = *interval;
+  }
+  if (auto it = url.params.find("listen_url"); it != url.params.end()) {
+    auto listen_url = parse_database_url(it->second);
+    if (!listen_url || listen_url->engine != "postgres") {
+      return bad(
+          "listen_url must be a PostgreSQL URL (percent-encoded), reaching the same "
+          "database without a pooler in transaction mode");
+    }
+    auto listen = pg::make_connection_config(*listen_url);
+    if (!listen) return fail_with(listen.error());
+    if (!listen->prepare) {
+      return bad(
+          "listen_url must not have pool_mode=transaction: LISTEN needs a session of "
+          "its own");
+    }
+    settings.listen = std::move(*listen);
+  } else if (config.prepare) {
+    settings.listen = config;  // a direct connection (or a session pooler) LISTENs as it is
+  }
+  return settings;
+}
 // Distinct lease batch sizes that get a statement (and a cached plan) of their own.
 constexpr std::size_t kLeaseLimits = 32;
 // Rows per statement of a rescue or a purge, so that each stays short.
@@ -80,11 +140,13 @@ std::vector<JobId> in_request_order(std::span<const JobId> ids, const Rows& rows
 
 class PostgresEngine final : public Engine {
  public:
-  PostgresEngine(pg::SchemaName schema, pg::ConnectionConfig config, const Logger& logger)
+  PostgresEngine(pg::SchemaName schema, pg::ConnectionConfig config, EngineSettings settings,
+                 const Logger& logger)
       : schema_(std::move(schema)),
+        poll_interval_(settings.poll_interval),
         sql_(schema_),
-        pool_(config, logger, kPoolConnections),
-        listener_(std::move(config), sql_.listen.sql, logger) {}
+        pool_(std::move(config), logger, settings.pool_size),
+        listener_(std::move(settings.listen), sql_.listen.sql, logger) {}
 
   // Connects once; see open_postgres_engine.
   Status connect() { return pool_.connect_first(); }
@@ -225,31 +287,32 @@ class PostgresEngine final : public Engine {
   }
 
   Result<bool> wait_for_work(std::string_view queue, Duration timeout) override {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
     // Listen first, then look: a job that becomes available after the look is announced.
     listener_.subscribe(queue, std::min<Duration>(timeout, kListenPatience));
-    // Ask the database (one index probe) whether a job is due or when the next one will
-    // be: NOTIFY announces enqueues, not the moment a scheduled job comes due.
-    std::optional<std::int64_t> due_in_us;
-    {
-      auto c = pool_.acquire();
-      if (!c) return fail_with(c.error());
-      auto rows =
-          (*c)->exec(sql_.next_due,
-                     Params(pg::sql::next_due::param_count).text(pg::sql::next_due::queue, queue));
-      if (!rows) return fail_with(rows.error());
-      if (rows->size() == 1) due_in_us = rows->optional_int8(0, 0);
+    // Without notifications (polls()), look at the table every poll interval instead.
+    const Duration look_every = listener_.polls() ? poll_interval_ : Duration::max();
+    for (bool first = true;; first = false) {
+      // Ask the database (one index probe) whether a job is due or when the next one will
+      // be: NOTIFY announces enqueues, not the moment a scheduled job comes due.
+      auto due_in_us = next_due(queue);
+      if (!due_in_us) return fail_with(due_in_us.error());
+      if (*due_in_us && **due_in_us <= 0) {
+        // On the first look, a job is due yet the caller's lease found none: its row is
+        // locked by a transaction still open (another worker's lease in flight, or a
+        // session holding a row lock). Return soon, but not at once, so that a caller's
+        // loop does not spin.
+        if (first) listener_.wait(queue, std::min<Duration>(timeout, kLockedDueRecheck));
+        return true;
+      }
+      const auto left =
+          std::chrono::duration_cast<Duration>(deadline - std::chrono::steady_clock::now());
+      if (left <= Duration::zero()) return false;
+      Duration limit = std::min(left, look_every);
+      if (*due_in_us) limit = std::min(limit, Duration(**due_in_us));
+      if (listener_.wait(queue, limit)) return true;
+      if (limit == left) return false;  // the caller's timeout, not a poll or a due job
     }
-    if (due_in_us && *due_in_us <= 0) {
-      // A job is due, yet the caller's lease found none: its row is locked by a transaction
-      // still open (another worker's lease in flight, or a session holding a row lock).
-      // Return soon, but not at once, so that a caller's loop does not spin.
-      listener_.wait(queue, std::min<Duration>(timeout, kLockedDueRecheck));
-      return true;
-    }
-    Duration limit = timeout;
-    if (due_in_us) limit = std::min(limit, Duration(*due_in_us));
-    if (listener_.wait(queue, limit)) return true;
-    return limit < timeout;  // woken by the schedule: the next job is due now
   }
 
   Result<std::int64_t> rescue_expired(std::string_view queue) override {
@@ -459,6 +522,16 @@ class PostgresEngine final : public Engine {
   }
 
  private:
+  // Microseconds until the queue's next available job is due (<= 0: one is due now);
+  // nullopt when it has none or is paused.
+  Result<std::optional<std::int64_t>> next_due(std::string_view queue) {
+    auto rows = exec(sql_.next_due,
+                     Params(pg::sql::next_due::param_count).text(pg::sql::next_due::queue, queue));
+    if (!rows) return fail_with(rows.error());
+    if (rows->size() != 1) return std::optional<std::int64_t>{};
+    return rows->optional_int8(0, 0);
+  }
+
   // One statement on a connection of the pool.
   Result<Rows> exec(const pg::Statement& statement, const Params& params) {
     auto c = pool_.acquire();
@@ -551,6 +624,7 @@ class PostgresEngine final : public Engine {
 
   // Constant after construction.
   const pg::SchemaName schema_;
+  const Duration poll_interval_;  // used when the listener polls()
   const pg::Sql sql_;
   // Lease statements by LIMIT (see lease_statement); map nodes are stable, so the pointers
   // handed out stay valid. Guarded by lease_mu_.
@@ -573,8 +647,10 @@ Result<std::unique_ptr<Engine>> open_postgres_engine(const DatabaseUrl& url,
   }
   auto config = pg::make_connection_config(url);
   if (!config) return fail_with(config.error());
-  auto engine =
-      std::make_unique<PostgresEngine>(std::move(*schema), std::move(*config), options.logger);
+  auto settings = engine_settings(url, *config);
+  if (!settings) return fail_with(settings.error());
+  auto engine = std::make_unique<PostgresEngine>(std::move(*schema), std::move(*config),
+                                                 std::move(*settings), options.logger);
   if (auto ok = engine->connect(); !ok) return fail_with(ok.error());
   return std::unique_ptr<Engine>(std::move(engine));
 }
