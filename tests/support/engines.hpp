@@ -34,6 +34,11 @@ struct EngineUnderTest {
   // Leaves the database at `url` answering, with its schema version readable, but its jobs
   // unreadable.
   std::function<void(const std::string& url)> make_jobs_unreadable;
+  // The same engine reached another way, run by the shared suites as engines of their own
+  // (PostgreSQL through PgBouncer in transaction mode: "pgbouncer"). The generated
+  // engines_under_test() lists them after their engine. Only the conformance, multi-process
+  // and engine-specific CTest entries name them (tests/<name>/CMakeLists.txt).
+  std::vector<EngineUnderTest> variants;
 };
 
 // Every engine of the build, in the order of READPAST_ENGINES. An engine with a server

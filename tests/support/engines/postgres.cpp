@@ -2,6 +2,7 @@
 // started in a temporary directory (support/engines/postgres_server.hpp).
 #include "postgres/pg_test_util.hpp"
 #include "support/engines.hpp"
+#include "support/engines/postgres_pgbouncer.hpp"
 #include "support/engines/postgres_server.hpp"
 
 namespace readpast::test {
@@ -40,6 +41,16 @@ EngineUnderTest postgres_under_test() {
   };
   engine.hold_write_lock = hold_postgres_write_lock;
   engine.make_jobs_unreadable = make_postgres_jobs_unreadable;
+
+  // Every connection through PgBouncer in transaction mode, wake-ups by polling (no
+  // listen_url): the hardest way to reach the server.
+  EngineUnderTest pooled = engine;
+  pooled.name = "pgbouncer";
+  pooled.fresh_url = [] {
+    return PgBouncer::shared().through(PostgresServer::shared().fresh_database_url()) +
+           "?pool_mode=transaction";
+  };
+  engine.variants.push_back(std::move(pooled));
   return engine;
 }
 

@@ -55,24 +55,6 @@ fs::path find_bin_dir() {
   return best;
 }
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "socket");
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof address;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    const int error = errno;
-    ::close(fd);
-    throw std::system_error(error, std::generic_category(), "bind to a free port");
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
 std::string read_tail(const fs::path& file, std::size_t bytes) {
   std::ifstream in(file, std::ios::binary);
   if (!in) return {};
@@ -90,6 +72,24 @@ struct PgResultCloser {
 };
 
 }  // namespace
+
+int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "socket");
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof address;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    const int error = errno;
+    ::close(fd);
+    throw std::system_error(error, std::generic_category(), "bind to a free port");
+  }
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
 
 PostgresServer& PostgresServer::shared() {
   static PostgresServer server;
@@ -143,9 +143,9 @@ PostgresServer::PostgresServer() : bin_dir_(find_bin_dir()) {
         << "host all +readpast_password_auth 127.0.0.1/32 scram-sha-256\n"
         << "host all all 127.0.0.1/32 trust\n";
   }
-  // A port can be taken between free_port() and the server's bind: try a few.
+  // A port can be taken between free_loopback_port() and the server's bind: try a few.
   for (int attempt = 0; attempt < 5 && !running_; ++attempt) {
-    port_ = free_port();
+    port_ = free_loopback_port();
     try {
       start();
     } catch (const std::runtime_error&) {
