@@ -21,7 +21,8 @@ class PgBouncer {
  public:
   // Starts it and waits until it accepts connections; throws std::runtime_error (with its
   // log) when it cannot.
-  explicit PgBouncer(int postgres_port);
+  // server_pool_size: server connections per database and user (default_pool_size).
+  explicit PgBouncer(int postgres_port, int server_pool_size = 40);
   ~PgBouncer();
   PgBouncer(const PgBouncer&) = delete;
   PgBouncer& operator=(const PgBouncer&) = delete;
