@@ -79,8 +79,9 @@ constexpr const char* kPgEnqueueBatch =
 constexpr const char* kPgCopy = "COPY rawq.jobs (queue, payload) FROM STDIN (FORMAT binary)";
 // The rows to update are named by `id = ANY (ARRAY(…))`, one primary-key probe each, and
 // not by a join with `c`: for a few hundred rows the planner joins `c` to a sequential scan
-// of the whole table (the same fix as readpast's own lease, postgres_sql.cpp), which made
-// this ceiling slower than the best the database can do.
+// of the whole table (the same fix as readpast's own lease in
+// src/engines/postgres/sql/statements.sql), which made this ceiling slower than the best the
+// database can do.
 constexpr const char* kPgLease =
     "WITH c AS (SELECT id FROM rawq.jobs WHERE locked_until IS NULL AND run_at <= now() "
     "ORDER BY priority, id LIMIT $1::integer FOR UPDATE SKIP LOCKED) "

@@ -9,7 +9,8 @@
 #   struct NAME { static constexpr const char* text = "..."; static constexpr int PARAM = N;
 #                 static constexpr int param_count = K; };
 # where the parameters are numbered 1..K in the order they first appear, so code binds by
-# name and no number is ever written by hand. PARAMS says what the driver is sent:
+# name and no number is ever written by hand. A line "-- params: a, b, c" in the block fixes
+# the numbering instead (when a number must stay last, say); it must list every parameter. PARAMS says what the driver is sent:
 #   named     (SQLite, the default) the text keeps :name; SQLite numbers named parameters
 #             in the same order (https://sqlite.org/lang_expr.html "Parameters").
 #   dollar    (libpq) each :name becomes $N.
@@ -62,6 +63,11 @@ foreach(marker IN LISTS names)
   if(NOT next EQUAL -1)
     string(SUBSTRING "${rest}" 0 ${next} rest)
   endif()
+  set(declared "")
+  if(rest MATCHES "(^|\n)-- params: ([^\n]*)")
+    string(REGEX REPLACE "[ \t]" "" declared "${CMAKE_MATCH_2}")
+    string(REPLACE "," ";" declared "${declared}")
+  endif()
   sql_body("${rest}" text)
   if(text STREQUAL "")
     message(FATAL_ERROR "EmbedSql.cmake: statement '${name}' is empty")
@@ -77,16 +83,24 @@ foreach(marker IN LISTS names)
   string(REPLACE "::" "${cast_mark}" text "${text}")
   string(REGEX REPLACE "'[^']*'" "''" unquoted "${text}")
   string(REGEX MATCHALL ":[A-Za-z_][A-Za-z0-9_]*" found "${unquoted}")
-  set(params "")
+  set(params "${declared}")
   set(occurrences "")
   foreach(p IN LISTS found)
     string(SUBSTRING "${p}" 1 -1 p)
     if(NOT p IN_LIST params)
+      if(declared)
+        message(FATAL_ERROR "EmbedSql.cmake: statement '${name}' uses :${p}, missing from its -- params: line")
+      endif()
       list(APPEND params "${p}")
     endif()
     list(FIND params "${p}" at)
     math(EXPR at "${at} + 1")
     list(APPEND occurrences ${at})
+  endforeach()
+  foreach(p IN LISTS declared)
+    if(NOT ":${p}" IN_LIST found)
+      message(FATAL_ERROR "EmbedSql.cmake: statement '${name}' declares :${p} but does not use it")
+    endif()
   endforeach()
   set(index 0)
   foreach(p IN LISTS params)

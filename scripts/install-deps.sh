@@ -23,6 +23,8 @@ packages=(
 if [ "$build_only" = 0 ]; then
   packages+=(
     postgresql mariadb-server libgtest-dev libgmock-dev libbenchmark-dev
+    # PostgreSQL behind a pooler in transaction mode (tests/support/engines/postgres_pgbouncer.hpp).
+    pgbouncer
     # The HTTP client of the server's API tests.
     libcpp-httplib-dev
     clang clang-format clang-tidy libclang-rt-14-dev

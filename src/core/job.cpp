@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "core/lease_tokens.hpp"
 #include "core/random_bytes.hpp"
 
 namespace readpast {
@@ -49,16 +50,10 @@ Result<LeaseToken> LeaseToken::from_hex(std::string_view hex) {
 }
 
 LeaseToken LeaseToken::random() {
-  std::array<char, 16> bytes{};
+  std::array<char, detail::kLeaseTokenBytes> bytes{};
   detail::fill_random(bytes);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(32);
-  for (char c : bytes) {
-    const auto b = static_cast<unsigned char>(c);
-    hex.push_back(kHex[b >> 4]);
-    hex.push_back(kHex[b & 0xf]);
-  }
+  std::string hex(detail::kLeaseTokenHexDigits, '\0');
+  detail::write_token_hex(bytes, std::span<char, detail::kLeaseTokenHexDigits>(hex));
   return LeaseToken(std::move(hex));
 }
 

@@ -1,5 +1,5 @@
 // core/random_bytes.hpp — bytes from the operating system's strong random source, for lease
-// tokens: LeaseToken::random() and the engines that make a batch of tokens at once.
+// tokens (lease_tokens.hpp) and the engines that make a batch of them at once.
 //
 // Thread-safety: safe from any thread.
 #pragma once

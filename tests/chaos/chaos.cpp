@@ -338,9 +338,8 @@ CheckReport ChaosRun::check(const CheckOptions& options) {
   const History history = read_histories();
   CheckReport report = check_history(history, {}, final_jobs(), options);
   std::cout << "[ history  ] " << name_ << ": " << report.summary(10) << "\n";
-  // The engine is the one whose URL scheme claims the URL (core/url.hpp).
-  const auto parsed = detail::parse_database_url(url_);
-  record_figures(name_, parsed ? parsed->engine : "unknown", report);
+  auto url = detail::parse_database_url(url_);
+  record_figures(name_, url ? url->engine : "unknown", report);
   return report;
 }
 

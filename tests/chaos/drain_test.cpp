@@ -13,15 +13,14 @@
 
 #include "chaos.hpp"
 #include "support/engines.hpp"
-#include "support/postgres_server.hpp"
 
 namespace readpast::test {
 namespace {
 
 class DrainTest : public ::testing::TestWithParam<std::string> {
  protected:
-  std::string fresh_url() { return engine_named(GetParam()).fresh_url(); }
-  bool postgres() const { return GetParam() == "postgres"; }
+  const EngineUnderTest& engine() const { return engine_named(GetParam()); }
+  std::string fresh_url() { return engine().fresh_url(); }
 };
 
 std::int64_t pending(ChaosRun& run) {
@@ -239,10 +238,7 @@ TEST_P(DrainTest, WorkersStoppedPastTheirLeaseAreFencedOffWhenResumed) {
 // PostgreSQL crashes (`pg_ctl restart -m immediate`: every connection drops, transactions
 // in flight are lost) several times during a drain; the workers reconnect and carry on.
 TEST_P(DrainTest, ServerCrashesAndRestartsSeveralTimesMidDrain) {
-  const EngineUnderTest& engine = engine_named(GetParam());
-  if (!postgres() && !engine.restart_server) {
-    GTEST_SKIP() << "only a server engine has a server to crash (SQLite is a file)";
-  }
+  if (!engine().crash_and_restart) GTEST_SKIP() << "an embedded database has no server to crash";
   const int jobs = scaled(5000, 100000);
   const int restarts = scaled(3, 10);
   ChaosRun run("pg_restarts", fresh_url(), "restarts");
@@ -258,13 +254,8 @@ TEST_P(DrainTest, ServerCrashesAndRestartsSeveralTimesMidDrain) {
     for (const auto& s : run.stats()) succeeded += s.succeeded;
     if (succeeded >= static_cast<std::int64_t>(jobs) * (done + 1) / (restarts + 1)) {
       const TimePoint t_start = wall_now();
-      if (engine.restart_server) {
-        engine.restart_server();
-        run.fault("restart", "", t_start, engine.restart_detail);
-      } else {
-        PostgresServer::shared().restart_immediate();
-        run.fault("restart", "", t_start, "pg_ctl restart -m immediate");
-      }
+      const std::string how = engine().crash_and_restart();
+      run.fault("restart", "", t_start, how);
       ++done;
     }
     std::this_thread::sleep_for(20ms);

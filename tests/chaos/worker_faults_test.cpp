@@ -21,10 +21,7 @@ namespace {
 class WorkerFaultTest : public ::testing::TestWithParam<std::string> {
  protected:
   std::string fresh_url() { return engine_named(GetParam()).fresh_url(); }
-  // PostgreSQL, or another engine whose server's clock decides times (EngineUnderTest).
-  bool postgres() const {
-    return GetParam() == "postgres" || engine_named(GetParam()).server_clock;
-  }
+  bool server_clock() const { return engine_named(GetParam()).server_clock; }
 };
 
 std::map<JobId, Job> rows_by_id(ChaosRun& run) {
@@ -223,7 +220,7 @@ TEST_P(WorkerFaultTest, ClockJumpsOnAWorker) {
   // the future (`run_at = now` by its clock): keep the jumps short there, or the drain waits
   // for hours (see docs/reliability.md).
   const std::vector<std::pair<std::string, std::string>> jumps =
-      postgres()
+      server_clock()
           ? std::vector<std::pair<
                 std::string, std::string>>{{"+2h", "wall clock of worker 'jumpy' jumps 2 h ahead"},
                                            {"-1h", "wall clock of worker 'jumpy' jumps 1 h behind"},
@@ -262,7 +259,7 @@ TEST_P(WorkerFaultTest, ClockJumpsOnAWorker) {
   std::cout << "[ clock    ] " << early.size() << " of " << later_jobs.size()
             << " scheduled jobs started before their run_at; " << report.duplicate_executions
             << " duplicate executions\n";
-  if (postgres()) {
+  if (server_clock()) {
     EXPECT_TRUE(early.empty()) << "the database's clock decides run_at";
     EXPECT_EQ(report.duplicate_executions, 0) << "a worker's clock moves no lease";
   }

@@ -262,16 +262,6 @@ TEST_F(CliTest, KnownSecretsAreScrubbedFromLastErrorAndTheLog) {
   }
 }
 
-// Commands do not get the password, and there is no URL without it to give them.
-TEST_F(CliTest, AUrlOfNothingButAPasswordNeedsPassDbPassword) {
-  auto r =
-      run_readpast(dir_.path(), {"--db", "password=pgS3cretPW", "work", "q", "--exec", "true"});
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_TRUE(is_one_line_reason(r.err));
-  EXPECT_NE(r.err.find("--pass-db-password"), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("pgS3cretPW"), std::string::npos) << r.err;
-}
-
 // Issue 17: a command's stderr reached the worker's log with its escape sequences raw;
 // they are shown escaped, as `list` and `show` show the text of a job.
 TEST_F(CliTest, CommandStderrIsEscapedForTheTerminal) {

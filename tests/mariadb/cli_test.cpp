@@ -13,7 +13,7 @@
 
 #include "cli_runner.hpp"
 #include "readpast/queue.hpp"
-#include "support/mariadb_server.hpp"
+#include "support/engines/mariadb_server.hpp"
 #include "support/temp_dir.hpp"
 
 namespace readpast::test {

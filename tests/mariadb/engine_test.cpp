@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "readpast/queue.hpp"
-#include "support/mariadb_server.hpp"
+#include "support/engines/mariadb_server.hpp"
 
 namespace readpast {
 namespace {

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "readpast/queue.hpp"
-#include "support/mariadb_server.hpp"
+#include "support/engines/mariadb_server.hpp"
 #include "support/tcp_proxy.hpp"
 
 namespace readpast {

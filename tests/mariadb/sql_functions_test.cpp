@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "readpast/queue.hpp"
-#include "support/mariadb_server.hpp"
+#include "support/engines/mariadb_server.hpp"
 
 namespace readpast {
 namespace {

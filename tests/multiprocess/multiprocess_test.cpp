@@ -23,7 +23,6 @@
 #include "readpast/readpast.hpp"
 #include "support/engines.hpp"
 #include "support/history.hpp"
-#include "support/postgres_server.hpp"
 #include "support/temp_dir.hpp"
 
 extern char** environ;
@@ -50,7 +49,7 @@ int env_or(const char* name, int fallback) {
 
 RunShape shape_for(const std::string& engine) {
   RunShape shape;
-  if (engine == "postgres") shape = RunShape{8, 4, 50000, 32};
+  if (engine_named(engine).concurrent_writers) shape = RunShape{8, 4, 50000, 32};
   shape.processes = env_or("READPAST_MP_PROCESSES", shape.processes);
   shape.threads = env_or("READPAST_MP_THREADS", shape.threads);
   shape.jobs = env_or("READPAST_MP_JOBS", shape.jobs);
@@ -354,9 +353,8 @@ TEST_P(MultiprocessTest, JobsOfAKilledWorkerComeBackOnlyAfterTheirLeasesExpire) 
 // kept short here, expires; its attempts then exceed its recorded leases).
 TEST_P(MultiprocessTest, WorkersRideOutImmediateServerRestartsMidRun) {
   const EngineUnderTest& engine = engine_named(GetParam());
-  if (GetParam() != "postgres" && !engine.restart_server) {
-    GTEST_SKIP() << "restarts the database server mid-run: only a server engine has one "
-                    "(SQLite is a file)";
+  if (!engine.crash_and_restart) {
+    GTEST_SKIP() << "restarts the database server mid-run: an embedded database has none";
   }
   const auto started = std::chrono::steady_clock::now();
   const std::vector<JobId> ids = enqueue_jobs();
@@ -389,14 +387,8 @@ TEST_P(MultiprocessTest, WorkersRideOutImmediateServerRestartsMidRun) {
       const auto t0 = std::chrono::steady_clock::now();
       FaultEvent restart;
       restart.kind = "restart";
-      restart.detail =
-          engine.restart_server ? engine.restart_detail : "pg_ctl restart -m immediate";
       restart.t_start = wall_now();
-      if (engine.restart_server) {
-        engine.restart_server();
-      } else {
-        PostgresServer::shared().restart_immediate();
-      }
+      restart.detail = engine.crash_and_restart();
       restart.t = wall_now();
       faults.record(restart);
       restart_ms.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "readpast/readpast.hpp"
-#include "support/postgres_server.hpp"
+#include "support/engines/postgres_server.hpp"
 
 namespace readpast::test {
 

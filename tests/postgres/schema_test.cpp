@@ -116,7 +116,7 @@ TEST_F(SchemaTest, InitUpgradesADatabaseThatAnEarlierReleaseCreated) {
   const detail::pg::Sql statements(schema);
   {
     SqlConnection db(url_);
-    db.script(statements.create_schema);
+    db.script(statements.create_schema.sql);
     db.script(statements.migrations[0]);
     db.exec("INSERT INTO readpast.schema_version (version) VALUES (1)");
     db.scalar("SELECT readpast.enqueue('q', 'from release 1')");

@@ -5,13 +5,11 @@
 // with bounded memory.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sqlite3.h>
 
 #include <regex>
 #include <thread>
 
 #include "cli/cli_runner.hpp"
-#include "postgres/pg_test_util.hpp"
 #include "raw_client.hpp"
 #include "readpast/readpast.hpp"
 #include "support/engines.hpp"
@@ -351,40 +349,9 @@ TEST_P(HostileClientsTest, ConnectionsBeyondTheCapGet503) {
 }
 
 TEST_P(HostileClientsTest, HealthzFailsWhenTheJobsCannotBeRead) {
-  if (GetParam() == "sqlite") {
-    // The jobs table's root page overwritten: the file opens and the clock answers, but
-    // the jobs cannot be read.
-    std::string path = url_.substr(std::string("sqlite:").size());
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    sqlite3_stmt* statement = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(db,
-                                 "SELECT rootpage, (SELECT page_size FROM pragma_page_size) "
-                                 "FROM sqlite_schema WHERE name = 'readpast_jobs'",
-                                 -1, &statement, nullptr),
-              SQLITE_OK);
-    ASSERT_EQ(sqlite3_step(statement), SQLITE_ROW);
-    const auto root = static_cast<std::size_t>(sqlite3_column_int64(statement, 0));
-    const auto page_size = static_cast<std::size_t>(sqlite3_column_int64(statement, 1));
-    sqlite3_finalize(statement);
-    sqlite3_close(db);
-    std::string bytes = read_file(path);
-    ASSERT_GE(bytes.size(), root * page_size);
-    for (std::size_t i = (root - 1) * page_size; i < root * page_size; ++i) bytes[i] = '\x5a';
-    write_file(path, bytes);
-    serve();
-  } else if (const auto& engine = engine_named(GetParam()); engine.break_jobs) {
-    serve();
-    EXPECT_TRUE(healthy());
-    engine.break_jobs(url_);
-  } else {
-    serve();
-    EXPECT_TRUE(healthy());
-    // The server answers and has its clock, but the jobs are gone from under it.
-    SqlConnection connection(url_);
-    connection.exec("SET client_min_messages = warning");
-    connection.exec("DROP SCHEMA readpast CASCADE");
-  }
+  // The database answers and its schema version reads, but the jobs cannot be read.
+  engine_named(GetParam()).make_jobs_unreadable(url_);
+  serve();
   auto data = raw_exchange(port_, request("GET", "/api/jobs", true), 5s);
   ASSERT_TRUE(data);
   EXPECT_GE(data->status, 500) << data->body;

@@ -3,16 +3,12 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sqlite3.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <future>
-#include <optional>
 
-#include "postgres/pg_test_util.hpp"
 #include "server_fixture.hpp"
-#include "support/engines.hpp"
 
 namespace readpast::test {
 namespace {
@@ -108,35 +104,6 @@ TEST_P(LimitsTest, AClientThatStopsSendingIsDisconnected) {
   EXPECT_EQ(jobs_in_database(), 0);
 }
 
-// Holds the database's write lock so that enqueues wait, until destroyed.
-class WriteLock {
- public:
-  explicit WriteLock(const std::string& url) {
-    if (url.starts_with("sqlite:")) {
-      std::string path = url.substr(7);
-      EXPECT_EQ(sqlite3_open(path.c_str(), &sqlite_), SQLITE_OK);
-      EXPECT_EQ(sqlite3_exec(sqlite_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
-    } else {
-      pg_ = std::make_unique<SqlConnection>(url);
-      pg_->exec("BEGIN");
-      pg_->exec("LOCK TABLE readpast.jobs IN EXCLUSIVE MODE");
-    }
-  }
-  ~WriteLock() {
-    if (sqlite_) {
-      sqlite3_exec(sqlite_, "ROLLBACK", nullptr, nullptr, nullptr);
-      sqlite3_close(sqlite_);
-    }
-    if (pg_) pg_->exec("ROLLBACK");
-  }
-  WriteLock(const WriteLock&) = delete;
-  WriteLock& operator=(const WriteLock&) = delete;
-
- private:
-  sqlite3* sqlite_ = nullptr;
-  std::unique_ptr<SqlConnection> pg_;
-};
-
 TEST_P(LimitsTest, RequestsBeyondTheCapGet503AtOnce) {
   auto enqueue_async = [this] {
     return std::async(std::launch::async, [this] {
@@ -145,14 +112,8 @@ TEST_P(LimitsTest, RequestsBeyondTheCapGet503AtOnce) {
   };
   std::vector<std::future<Reply>> blocked;
   {
-    const auto& engine = engine_named(GetParam());
-    std::shared_ptr<void> engine_lock;
-    std::optional<WriteLock> lock;
-    if (engine.lock_jobs) {
-      engine_lock = engine.lock_jobs(db_url());
-    } else {
-      lock.emplace(db_url());
-    }
+    // Every enqueue waits while the database's write lock is held.
+    const auto lock = engine_named(GetParam()).hold_write_lock(db_url());
     blocked.push_back(enqueue_async());
     blocked.push_back(enqueue_async());
     // Once both enqueues are in progress (waiting for the lock), a third request is refused.

@@ -7,39 +7,43 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace readpast::test {
 
+// What the shared suites need of an engine, beyond its URL. Each engine's fixture fills it in;
+// a shared test never names an engine.
 struct EngineUnderTest {
-  // The name and fresh_url; the hooks below stay empty unless the fixture sets them.
-  EngineUnderTest(std::string engine_name, std::function<std::string()> fresh)
-      : name(std::move(engine_name)), fresh_url(std::move(fresh)) {}
-
   std::string name;  // "sqlite", "postgres": used in test names
   // Returns the URL of a fresh database without a schema, distinct on every call, that
   // lives until the end of the test program.
   std::function<std::string()> fresh_url;
-  // Faults the server tests inject, written by the engine's fixture. Empty for an engine whose
-  // faults those tests still write themselves (sqlite, postgres: moving them here is left to
-  // do).
-  // Holds a lock under which every enqueue into the database at `url` waits, until the
-  // returned object is destroyed.
-  std::function<std::shared_ptr<void>(const std::string& url)> lock_jobs;
-  // Makes the jobs of the database at `url` unreadable (its server still answers).
-  std::function<void(const std::string& url)> break_jobs;
-  // Kills the database server (every connection drops, transactions in flight are lost) and
-  // starts it again; returns when it accepts connections.
-  std::function<void()> restart_server;
-  // What the restart is, for fault records: "mariadbd killed with SIGKILL, restarted".
-  std::string restart_detail;
-  // Times (run_at, leases) come from the database server's clock, not the worker's.
+  // Writers do not serialise on one lock (a database server): the multi-process suites
+  // run more processes and jobs.
+  bool concurrent_writers = false;
+  // Times come from the database server's clock, so a worker whose clock jumps moves no
+  // run_at and no lease. (SQLite has no server: each process reads its own host clock.)
   bool server_clock = false;
+  // Engines with a server: kills it without a clean shutdown (every connection drops, the
+  // transactions in flight are lost), starts it again and returns how, for the fault
+  // history. Empty for an embedded engine: there is no server to crash.
+  std::function<std::string()> crash_and_restart;
+  // Takes the write lock of the database at `url` (with its schema) and holds it until the
+  // returned object is destroyed, so that every enqueue waits.
+  std::function<std::shared_ptr<void>(const std::string& url)> hold_write_lock;
+  // Leaves the database at `url` answering, with its schema version readable, but its jobs
+  // unreadable.
+  std::function<void(const std::string& url)> make_jobs_unreadable;
+  // The same engine reached another way, run by the shared suites as engines of their own
+  // (PostgreSQL through PgBouncer in transaction mode: "pgbouncer"). The generated
+  // engines_under_test() lists them after their engine. Only the conformance, multi-process
+  // and engine-specific CTest entries name them (tests/<name>/CMakeLists.txt).
+  std::vector<EngineUnderTest> variants;
 };
 
-// Every engine of the build, in the order of READPAST_ENGINES. PostgreSQL starts (once per
-// test program) a real server in a temporary directory; see postgres_server.hpp.
+// Every engine of the build, in the order of READPAST_ENGINES. An engine with a server
+// starts a real one (once per test program) in a temporary directory; see
+// engines/postgres_server.hpp.
 std::vector<EngineUnderTest> engines_under_test();
 
 // The names, for INSTANTIATE_TEST_SUITE_P.

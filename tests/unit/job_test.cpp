@@ -3,9 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <set>
+#include <span>
 #include <string>
 
+#include "core/lease_tokens.hpp"
 #include "readpast/error.hpp"
 
 namespace readpast {
@@ -38,6 +41,33 @@ TEST(LeaseToken, RandomTokensAreDistinct) {
     ASSERT_TRUE(seen.insert(token.hex()).second) << "repeated token " << token.hex();
   }
   // Every hex digit shows up in each position over many draws: no constant nibble.
+  for (std::size_t pos = 0; pos < 32; ++pos) {
+    std::set<char> digits;
+    for (const auto& hex : seen) digits.insert(hex[pos]);
+    EXPECT_EQ(digits.size(), 16u) << "position " << pos;
+  }
+}
+
+TEST(LeaseToken, HexIsEveryByteHighNibbleFirst) {
+  const std::array<char, 16> bytes = {'\x00', '\x01', '\x7f', '\x80', '\xab', '\xff',
+                                      '\x10', '\x0f', '\x00', '\x00', '\x00', '\x00',
+                                      '\x00', '\x00', '\x00', '\x2a'};
+  std::string hex(32, '?');
+  detail::write_token_hex(bytes, std::span<char, 32>(hex));
+  EXPECT_EQ(hex, "00017f80abff100f000000000000002a");
+}
+
+// The source SQLite's readpast_lease_token() draws from: refilled every 64 tokens, and no
+// token repeats across the refills.
+TEST(LeaseToken, ASourceHandsOutDistinctTokensAcrossRefills) {
+  detail::LeaseTokenSource source;
+  std::set<std::string> seen;
+  for (int i = 0; i < 64 * 40 + 7; ++i) {
+    std::string hex(32, '?');
+    source.next_hex(std::span<char, 32>(hex));
+    ASSERT_TRUE(is_lower_hex(hex)) << hex;
+    ASSERT_TRUE(seen.insert(hex).second) << "token " << i << " repeated: " << hex;
+  }
   for (std::size_t pos = 0; pos < 32; ++pos) {
     std::set<char> digits;
     for (const auto& hex : seen) digits.insert(hex[pos]);

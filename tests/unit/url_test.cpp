@@ -107,54 +107,6 @@ TEST(DatabaseUrl, RejectsUnknownSchemesAndGarbage) {
   }
 }
 
-TEST(DatabaseUrl, PostgresUriIsPassedToLibpqAndRedacted) {
-  std::string text = "postgresql://worker:" + std::string(kSecret) + "@db.example:5432/jobs";
-  auto url = must_parse(text);
-  EXPECT_EQ(url.engine, "postgres");
-  EXPECT_EQ(url.location, text);
-  EXPECT_EQ(url.redacted, "postgresql://worker:***@db.example:5432/jobs");
-  EXPECT_EQ(url.redacted.find(kSecret), std::string::npos);
-}
-
-TEST(DatabaseUrl, PostgresShortSchemeIsAccepted) {
-  auto url = must_parse("postgres://u:" + std::string(kSecret) + "@h/db");
-  EXPECT_EQ(url.engine, "postgres");
-  EXPECT_EQ(url.redacted.find(kSecret), std::string::npos) << url.redacted;
-}
-
-TEST(DatabaseUrl, PostgresSchemaParameterIsReadpastsOwn) {
-  auto url = must_parse("postgresql://u@h/db?sslmode=disable&schema=jobs&connect_timeout=5");
-  EXPECT_EQ(url.params.at("schema"), "jobs");
-  EXPECT_EQ(url.location.find("schema"), std::string::npos) << url.location;
-  EXPECT_NE(url.location.find("sslmode=disable"), std::string::npos);
-  EXPECT_NE(url.location.find("connect_timeout=5"), std::string::npos);
-}
-
-TEST(DatabaseUrl, PostgresReplyTimeoutParameterIsReadpastsOwn) {
-  auto url = must_parse("postgresql://h/db?sslmode=disable&reply_timeout=30s&schema=s");
-  EXPECT_EQ(url.location, "postgresql://h/db?sslmode=disable");
-  EXPECT_EQ(url.params.at("reply_timeout"), "30s");
-  EXPECT_EQ(url.params.at("schema"), "s");
-  // A bad value is a bad URL, found before any connection is tried.
-  for (const char* bad : {"postgresql://u:pw@127.0.0.1:1/db?reply_timeout=soon",
-                          "postgresql://u:pw@127.0.0.1:1/db?reply_timeout=0s"}) {
-    auto opened = Queue::open(bad);
-    ASSERT_FALSE(opened.has_value()) << bad;
-    EXPECT_EQ(opened.error().code, ErrorCode::kInvalidArgument) << opened.error().message;
-    EXPECT_NE(opened.error().message.find("reply_timeout"), std::string::npos);
-  }
-}
-
-TEST(DatabaseUrl, PostgresKeywordFormIsRedacted) {
-  std::string text = "host=db.example password=" + std::string(kSecret) + " dbname=jobs";
-  auto url = must_parse(text);
-  EXPECT_EQ(url.engine, "postgres");
-  EXPECT_EQ(url.location, text);
-  EXPECT_EQ(url.redacted.find(kSecret), std::string::npos) << url.redacted;
-  EXPECT_NE(url.redacted.find("host=db.example"), std::string::npos) << url.redacted;
-  EXPECT_NE(url.redacted.find("dbname=jobs"), std::string::npos) << url.redacted;
-}
-
 TEST(RedactUrl, HidesEveryFormOfPassword) {
   const std::string secret(kSecret);
   for (std::string text : {

@@ -109,6 +109,15 @@ Result<ConnectionConfig> make_connection_config(const DatabaseUrl& url) {
     }
     config.reply_timeout = *timeout;
   }
+  if (auto it = url.params.find("pool_mode"); it != url.params.end()) {
+    if (it->second != "session" && it->second != "transaction") {
+      return fail_with(Error::invalid_argument(
+          "bad URL '" + config.redacted +
+          "': pool_mode must be session (the default: a direct connection or a pooler in "
+          "session mode) or transaction (a pooler such as PgBouncer in transaction mode)"));
+    }
+    config.prepare = it->second == "session";
+  }
   for (PQconninfoOption* o = options.get(); o->keyword != nullptr; ++o) {
     if (o->val == nullptr || *o->val == '\0') continue;
     if (std::strcmp(o->keyword, "password") == 0) config.secrets.emplace_back(o->val);
@@ -124,9 +133,9 @@ Result<ConnectionConfig> make_connection_config(const DatabaseUrl& url) {
 }
 
 Connection::Connection(Key, PGconn* conn, bool owned, std::vector<std::string> secrets,
-                       Duration reply_timeout)
+                       Duration reply_timeout, bool prepare)
     : conn_(conn, Closer{owned}),
-      prepare_(owned),
+      prepare_(owned && prepare),
       secrets_(std::move(secrets)),
       reply_timeout_(reply_timeout) {}
 
@@ -150,8 +159,8 @@ Result<std::unique_ptr<Connection>> Connection::open(const ConnectionConfig& con
   PGconn* raw = PQconnectdbParams(keywords.data(), values.data(), /*expand_dbname=*/1);
   if (raw == nullptr)
     return fail_with(Error::unavailable("cannot connect to PostgreSQL: out of memory"));
-  auto connection =
-      std::make_unique<Connection>(Key{}, raw, true, config.secrets, config.reply_timeout);
+  auto connection = std::make_unique<Connection>(Key{}, raw, true, config.secrets,
+                                                 config.reply_timeout, config.prepare);
   if (PQstatus(raw) != CONNECTION_OK) {
     return fail_with(
         Error::unavailable("cannot connect to PostgreSQL at '" + config.redacted +
@@ -306,10 +315,25 @@ Result<Rows> Connection::run(const Statement& statement, const Params& params,
 }
 
 Result<Rows> Connection::exec(const Statement& statement, const Params& params) {
+  if (params.size() != statement.param_count || params.first_unbound() != 0) {
+    return fail_with(Error::internal(statement.name + ": takes " +
+                                     std::to_string(statement.param_count) + " parameters, given " +
+                                     std::to_string(params.size()) + " with $" +
+                                     std::to_string(params.first_unbound()) + " unbound"));
+  }
   if (broken_) return fail_with(Error::unavailable("lost the connection to PostgreSQL"));
   std::string sqlstate;
   auto rows = run(statement, params, sqlstate);
   if (rows || !prepare_ || broken_) return rows;
+  // 42P05: our statement name is taken in a session we never prepared it on. Only a pooler
+  // that shares server sessions between clients (transaction mode) does that; retrying
+  // cannot help, the URL must say so.
+  if (sqlstate == "42P05") {
+    return fail_with(Error::invalid_argument(
+        "this PostgreSQL connection shares its server session with other clients (a pooler "
+        "such as PgBouncer in transaction mode?): add pool_mode=transaction to the URL (" +
+        rows.error().message + ")"));
+  }
   // The session lost a statement we prepared (26000: a pooler moved us to another server
   // session), or a schema change altered its result type (0A000, "cached plan must not
   // change result type"). Nothing ran: prepare again and retry once — unless a

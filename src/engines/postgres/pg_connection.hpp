@@ -42,6 +42,10 @@ struct ConnectionConfig {
   // TCP keepalive and tcp_user_timeout cannot see a peer that stops answering while its TCP
   // stays up (a hung server or pooler, a proxy that swallows the bytes).
   Duration reply_timeout = kDefaultReplyTimeout;  // Default: 5 minutes
+  // Named prepared statements, which live in the server session. False behind a pooler in
+  // transaction mode (URL parameter pool_mode=transaction), which hands each transaction to
+  // any of its server sessions: every statement is then sent with the unnamed statement.
+  bool prepare = true;
 };
 
 // Checks the connection string with libpq's own parser and collects its secrets.
@@ -67,7 +71,7 @@ class Connection {
     Key() = default;
   };
   Connection(Key, PGconn* conn, bool owned, std::vector<std::string> secrets,
-             Duration reply_timeout = kDefaultReplyTimeout);
+             Duration reply_timeout = kDefaultReplyTimeout, bool prepare = true);
 
   Connection(Connection&&) noexcept = default;
   Connection& operator=(Connection&&) noexcept = default;

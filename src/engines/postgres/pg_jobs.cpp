@@ -10,10 +10,14 @@ namespace {
 // finishing and reappearing between our statements: in practice one round, rarely two.
 constexpr int kMaxEnqueueRounds = 16;
 
-// The jobs `which` as parallel arrays: queue, payload, priority, run_at, delay,
-// max_attempts and, when with_unique_keys, unique_key.
-Params enqueue_params(std::span<const NewJob> jobs, std::span<const std::size_t> which,
-                      bool with_unique_keys = true) {
+// The jobs `which` as the parallel arrays of the statement S (enqueue or enqueue_many):
+// queues, payloads, priorities, run_ats, delays_us, max_attempts and, when S takes them,
+// unique_keys.
+template <class S>
+Params enqueue_params(std::span<const NewJob> jobs, std::span<const std::size_t> which) {
+  constexpr bool with_unique_keys = requires {
+    S::unique_keys;
+  };
   ArrayParam queue(Oid::kText), payload(Oid::kBytea), priority(Oid::kInt4),
       run_at(Oid::kTimestamptz), delay(Oid::kInt8), max_attempts(Oid::kInt4),
       unique_key(Oid::kText);
@@ -25,32 +29,33 @@ Params enqueue_params(std::span<const NewJob> jobs, std::span<const std::size_t>
     run_at.add_optional(job.run_at, encode_timestamptz);
     delay.add_optional(job.delay, [](Duration d) { return encode_int8(d.count()); });
     max_attempts.add(encode_int4(job.max_attempts));
-    if (with_unique_keys) {
+    if constexpr (with_unique_keys) {
       unique_key.add_optional(job.unique_key, [](const std::string& k) { return k; });
     }
   }
-  Params params;
-  params.array(queue).array(payload).array(priority).array(run_at).array(delay).array(max_attempts);
-  if (with_unique_keys) params.array(unique_key);
+  Params params(S::param_count);
+  params.array(S::queues, queue)
+      .array(S::payloads, payload)
+      .array(S::priorities, priority)
+      .array(S::run_ats, run_at)
+      .array(S::delays_us, delay)
+      .array(S::max_attempts, max_attempts);
+  if constexpr (with_unique_keys) params.array(S::unique_keys, unique_key);
   return params;
 }
 
-// $1 queue, $2 `payload` (one bytea or an array of them), then priority, run_at, delay and
-// max_attempts of `job`: the parameters of enqueue_one and enqueue_uniform.
-Params scalar_enqueue_params(const NewJob& job, std::string payload) {
-  Params params;
-  params.text(job.queue).add(std::move(payload)).int4(job.priority);
-  if (job.run_at) {
-    params.timestamptz(*job.run_at);
-  } else {
-    params.add_null();
-  }
-  if (job.delay) {
-    params.int8(job.delay->count());
-  } else {
-    params.add_null();
-  }
-  params.int4(job.max_attempts);
+// The parameters of enqueue_one or enqueue_uniform (S): the queue, priority, run_at, delay and
+// max_attempts of `job`, and `payload` (one bytea or an array of them) as parameter
+// payload_param.
+template <class S>
+Params scalar_enqueue_params(const NewJob& job, int payload_param, std::string payload) {
+  Params params(S::param_count);
+  params.text(S::queue, job.queue)
+      .set(payload_param, std::move(payload))
+      .int4(S::priority, job.priority)
+      .optional(S::run_at, job.run_at, encode_timestamptz)
+      .optional(S::delay_us, job.delay, [](Duration d) { return encode_int8(d.count()); })
+      .int4(S::max_attempts, job.max_attempts);
   return params;
 }
 
@@ -65,11 +70,13 @@ bool only_payloads_differ(std::span<const NewJob> jobs) {
 }
 
 // Jobs without unique keys: one INSERT, every job inserted.
-Result<std::vector<Enqueued>> enqueue_plain(Connection& connection, const Sql& sql,
+Result<std::vector<Enqueued>> enqueue_plain(Connection& connection, const Sql& statements,
                                             std::span<const NewJob> jobs) {
   if (jobs.size() == 1) {
     const NewJob& job = jobs.front();
-    auto rows = connection.exec(sql.enqueue_one, scalar_enqueue_params(job, job.payload));
+    auto rows = connection.exec(
+        statements.enqueue_one,
+        scalar_enqueue_params<sql::enqueue_one>(job, sql::enqueue_one::payload, job.payload));
     if (!rows) return fail_with(rows.error());
     if (rows->size() != 1) return fail_with(Error::internal("enqueue: no id came back"));
     return std::vector<Enqueued>{Enqueued{rows->int8(0, 0), true}};
@@ -78,12 +85,13 @@ Result<std::vector<Enqueued>> enqueue_plain(Connection& connection, const Sql& s
     if (only_payloads_differ(jobs)) {
       ArrayParam payloads(Oid::kBytea);
       for (const NewJob& job : jobs) payloads.add(job.payload);
-      return connection.exec(sql.enqueue_uniform,
-                             scalar_enqueue_params(jobs.front(), payloads.encode()));
+      return connection.exec(statements.enqueue_uniform,
+                             scalar_enqueue_params<sql::enqueue_uniform>(
+                                 jobs.front(), sql::enqueue_uniform::payloads, payloads.encode()));
     }
     std::vector<std::size_t> all(jobs.size());
     std::iota(all.begin(), all.end(), std::size_t{0});
-    return connection.exec(sql.enqueue_many, enqueue_params(jobs, all, false));
+    return connection.exec(statements.enqueue_many, enqueue_params<sql::enqueue_many>(jobs, all));
   }();
   if (!rows) return fail_with(rows.error());
   if (static_cast<std::size_t>(rows->size()) != jobs.size()) {
@@ -107,14 +115,14 @@ bool any_unique_key(std::span<const NewJob> jobs) {
                      [](const NewJob& job) { return job.unique_key.has_value(); });
 }
 
-Result<std::vector<Enqueued>> enqueue_jobs(Connection& connection, const Sql& sql,
+Result<std::vector<Enqueued>> enqueue_jobs(Connection& connection, const Sql& statements,
                                            std::span<const NewJob> jobs) {
-  if (!any_unique_key(jobs)) return enqueue_plain(connection, sql, jobs);
+  if (!any_unique_key(jobs)) return enqueue_plain(connection, statements, jobs);
   std::vector<Enqueued> results(jobs.size());
   std::vector<std::size_t> pending(jobs.size());
   for (std::size_t i = 0; i < jobs.size(); ++i) pending[i] = i;
   for (int round = 0; round < kMaxEnqueueRounds && !pending.empty(); ++round) {
-    auto rows = connection.exec(sql.enqueue, enqueue_params(jobs, pending));
+    auto rows = connection.exec(statements.enqueue, enqueue_params<sql::enqueue>(jobs, pending));
     if (!rows) return fail_with(rows.error());
     // Rows come back in input order: (ord, id, inserted). A NULL id means the unique key's
     // holder committed after this statement's snapshot (ON CONFLICT saw it, the lookup did

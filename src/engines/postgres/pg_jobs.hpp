@@ -16,13 +16,13 @@ namespace readpast::detail::pg {
 // Enqueues the jobs (already validated) on the connection, inside whatever transaction is
 // open there. With unique keys it may take more than one statement (see the .cpp), so a
 // caller that wants all-or-nothing runs it inside a transaction.
-Result<std::vector<Enqueued>> enqueue_jobs(Connection& connection, const Sql& sql,
+Result<std::vector<Enqueued>> enqueue_jobs(Connection& connection, const Sql& statements,
                                            std::span<const NewJob> jobs);
 
 // True when any job has a unique key: only then can enqueue_jobs need a second statement.
 bool any_unique_key(std::span<const NewJob> jobs);
 
-// A row selected with the job columns of postgres_sql.cpp, in their order.
+// A row selected with the job columns of sql/statements.sql, in their order.
 Job read_job(const Rows& rows, int row);
 
 }  // namespace readpast::detail::pg

@@ -22,9 +22,9 @@ struct NotifyDeleter {
 
 }  // namespace
 
-Listener::Listener(ConnectionConfig config, std::string channel, Logger logger)
+Listener::Listener(std::optional<ConnectionConfig> config, std::string listen, Logger logger)
     : config_(std::move(config)),
-      channel_(std::move(channel)),
+      listen_(std::move(listen)),
       logger_(std::move(logger)),
       wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
@@ -57,6 +57,10 @@ void Listener::wake_one(std::string_view queue) {
 
 void Listener::subscribe(std::string_view queue, Duration patience) {
   std::unique_lock lock(mu_);
+  if (!config_) {
+    queues_.try_emplace(std::string(queue));
+    return;  // nothing to wait for: no notification will come
+  }
   if (!started_) {
     started_ = true;
     thread_ = std::jthread([this](std::stop_token stop) { run(std::move(stop)); });
@@ -116,9 +120,9 @@ void Listener::run(std::stop_token stop) {
   bool ever_connected = false;
   while (!stop.stop_requested()) {
     if (!connection) {
-      auto opened = Connection::open(config_);
-      Status listening = opened ? (*opened)->exec_script("LISTEN \"" + channel_ + "\"")
-                                : Status(fail_with(opened.error()));
+      auto opened = Connection::open(*config_);
+      Status listening =
+          opened ? (*opened)->exec_script(listen_) : Status(fail_with(opened.error()));
       if (!listening) {
         if (!outage_logged) {
           log(LogLevel::kWarn, "wake-up listener cannot reach PostgreSQL (" +
@@ -144,7 +148,7 @@ void Listener::run(std::stop_token stop) {
     if (!wait_readable(PQsocket(conn), stop)) continue;
     if (PQconsumeInput(conn) == 0 || PQstatus(conn) != CONNECTION_OK) {
       log(LogLevel::kWarn, "wake-up listener lost its PostgreSQL connection (" +
-                               clean_message(PQerrorMessage(conn), config_.secrets) +
+                               clean_message(PQerrorMessage(conn), config_->secrets) +
                                "); reconnecting");
       outage_logged = true;
       connection.reset();

@@ -8,9 +8,12 @@
 //
 // A notification is a hint, never a promise: wait() may return true and lease() still
 // find nothing (another worker was faster). Missing one costs at most the caller's
-// timeout, because callers poll with a timeout anyway. That is also the whole fallback
-// behind a transaction-mode pooler (pgbouncer), where LISTEN does not work: wait() then
-// simply returns false at the timeout.
+// timeout, because callers poll with a timeout anyway.
+//
+// Behind a pooler in transaction mode LISTEN does not work (the session is not ours past
+// one transaction): the listener then LISTENs through a direct URL (listen_url), or, given
+// none, does not listen at all (polls() is true) and wait_for_work looks at the table every
+// poll interval instead; wake_one still wakes this process's own waiters.
 //
 // No notification is lost in the gaps: subscribe() returns once the listener is LISTENing,
 // and wait_for_work looks at the table only after that, so a job that became available
@@ -36,6 +39,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -49,7 +53,9 @@ namespace readpast::detail::pg {
 
 class Listener {
  public:
-  Listener(ConnectionConfig config, std::string channel, Logger logger);
+  // listen: the script that LISTENs on the schema's channel (Sql::listen); config: where,
+  // or nullopt for a listener that never listens (see polls()).
+  Listener(std::optional<ConnectionConfig> config, std::string listen, Logger logger);
   ~Listener();
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
@@ -67,6 +73,8 @@ class Listener {
   // notification received since the last lease_started, or a wake_one) or the timeout
   // passes (false).
   bool wait(std::string_view queue, Duration timeout);
+  // True when no notification can come: callers must look at the table themselves.
+  bool polls() const noexcept { return !config_; }
 
  private:
   struct QueueState {
@@ -83,8 +91,8 @@ class Listener {
   void set_listening(bool listening, bool wake_everyone);
 
   // Constant after construction.
-  const ConnectionConfig config_;
-  const std::string channel_;
+  const std::optional<ConnectionConfig> config_;
+  const std::string listen_;
   const Logger logger_;
   const int wake_fd_;  // an eventfd: written by the destructor to interrupt poll()
 

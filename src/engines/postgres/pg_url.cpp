@@ -1,13 +1,27 @@
 // The PostgreSQL engine's URLs: "postgresql://..." or "postgres://..." (libpq's URI, several
 // hosts allowed), or libpq's keywords ("host=... dbname=..."). readpast's own parameters
-// (schema, reply_timeout) are taken out of a URI before libpq, which refuses parameters it
-// does not know, sees it.
+// (kOwnParameters) are taken out of a URI before libpq, which refuses parameters it does not
+// know, sees it. listen_url is itself a (percent-encoded) URL that may hold a password: the
+// redacted form shows it decoded and redacted.
+#include <array>
 #include <cctype>
 
+#include "core/percent_decode.hpp"
 #include "core/url.hpp"
 
 namespace readpast::detail {
 namespace {
+
+// What each means: docs/postgres.md, "URL parameters".
+constexpr std::array<std::string_view, 6> kOwnParameters = {
+    "schema", "reply_timeout", "pool_mode", "pool_size", "poll_interval", "listen_url"};
+
+bool is_own_parameter(std::string_view key) {
+  for (std::string_view own : kOwnParameters) {
+    if (key == own) return true;
+  }
+  return false;
+}
 
 bool is_space(char c) {
   return c == ' ' || (c >= '\t' && c <= '\r');
@@ -49,7 +63,7 @@ std::string extract_uri_params(std::string_view uri,
     auto item = query.substr(0, amp);
     auto eq = item.find('=');
     const std::string_view key = item.substr(0, eq);
-    if (eq != std::string_view::npos && (key == "schema" || key == "reply_timeout")) {
+    if (eq != std::string_view::npos && is_own_parameter(key)) {
       params.emplace(std::string(key), std::string(item.substr(eq + 1)));
     } else if (!item.empty()) {
       kept += kept.empty() ? "" : "&";
@@ -68,6 +82,19 @@ Result<DatabaseUrl> parse(std::string_view url) {
   parsed.engine = "postgres";
   parsed.redacted = redact_url(url);
   parsed.location = is_uri(url) ? extract_uri_params(url, parsed.params) : std::string(url);
+  if (auto it = parsed.params.find("listen_url"); it != parsed.params.end()) {
+    auto decoded = percent_decode(it->second);
+    if (!decoded) {
+      return fail_with(Error::invalid_argument("bad URL '" + redact_url(parsed.location) +
+                                               "': listen_url is not percent-encoded"));
+    }
+    // Shown decoded and redacted; its password is nowhere in the printable form.
+    const std::string raw = "listen_url=" + it->second;
+    if (auto at = parsed.redacted.find(raw); at != std::string::npos) {
+      parsed.redacted.replace(at, raw.size(), "listen_url=" + redact_url(*decoded));
+    }
+    it->second = std::move(*decoded);
+  }
   return parsed;
 }
 

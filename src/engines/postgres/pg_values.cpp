@@ -3,6 +3,7 @@
 #include <bit>
 #include <charconv>
 #include <cstring>
+#include <stdexcept>
 
 namespace readpast::detail::pg {
 namespace {
@@ -90,25 +91,42 @@ std::string ArrayParam::encode() const {
   return out;
 }
 
-Params& Params::add(std::string encoded) {
-  values_.emplace_back(std::move(encoded));
+Params::Value& Params::slot(int number) {
+  if (number < 1 || number > size() || values_[static_cast<std::size_t>(number - 1)].bound) {
+    throw std::logic_error("statement parameter $" + std::to_string(number) +
+                           " is out of range or bound twice");
+  }
+  return values_[static_cast<std::size_t>(number - 1)];
+}
+
+Params& Params::set(int number, std::string encoded) {
+  Value& v = slot(number);
+  v.bound = true;
+  v.bytes = std::move(encoded);
   return *this;
 }
 
-Params& Params::add_null() {
-  values_.emplace_back(std::nullopt);
+Params& Params::set_null(int number) {
+  slot(number).bound = true;
   return *this;
+}
+
+int Params::first_unbound() const noexcept {
+  for (std::size_t i = 0; i < values_.size(); ++i) {
+    if (!values_[i].bound) return static_cast<int>(i + 1);
+  }
+  return 0;
 }
 
 const char* const* Params::values() const {
   pointers_.clear();
-  for (const auto& v : values_) pointers_.push_back(v ? v->data() : nullptr);
+  for (const auto& v : values_) pointers_.push_back(v.bytes ? v.bytes->data() : nullptr);
   return pointers_.data();
 }
 
 const int* Params::lengths() const {
   lengths_.clear();
-  for (const auto& v : values_) lengths_.push_back(v ? static_cast<int>(v->size()) : 0);
+  for (const auto& v : values_) lengths_.push_back(v.bytes ? static_cast<int>(v.bytes->size()) : 0);
   return lengths_.data();
 }
 

@@ -62,25 +62,44 @@ class ArrayParam {
   std::string elements_;  // each: int32 length (-1 for NULL), then the bytes
 };
 
-// The parameters of one statement, in order ($1, $2, ...).
+// The parameters of one statement, bound by number ($1 is 1): the constants of the
+// generated statement (postgres_statements.hpp), never a number written by hand.
+//   Params params(sql::extend::param_count);
+//   params.array(sql::extend::ids, ids).int8(sql::extend::lease_us, 30'000'000);
+// Connection::exec refuses a statement whose parameters were not all given (a value or NULL).
 class Params {
  public:
-  Params& add(std::string encoded);
-  Params& add_null();
-  Params& int8(std::int64_t v) { return add(encode_int8(v)); }
-  Params& int4(std::int32_t v) { return add(encode_int4(v)); }
-  Params& text(std::string_view v) { return add(std::string(v)); }
-  Params& timestamptz(TimePoint t) { return add(encode_timestamptz(t)); }
-  Params& array(const ArrayParam& a) { return add(a.encode()); }
+  explicit Params(int count) : values_(static_cast<std::size_t>(count)) {}
+
+  // REQUIRES: 1 <= number <= count, each number bound once.
+  Params& set(int number, std::string encoded);
+  Params& set_null(int number);
+  Params& int8(int number, std::int64_t v) { return set(number, encode_int8(v)); }
+  Params& int4(int number, std::int32_t v) { return set(number, encode_int4(v)); }
+  Params& text(int number, std::string_view v) { return set(number, std::string(v)); }
+  Params& timestamptz(int number, TimePoint t) { return set(number, encode_timestamptz(t)); }
+  Params& array(int number, const ArrayParam& a) { return set(number, a.encode()); }
+  template <class T, class Encode>
+  Params& optional(int number, const std::optional<T>& value, Encode&& encode) {
+    return value ? set(number, encode(*value)) : set_null(number);
+  }
 
   int size() const noexcept { return static_cast<int>(values_.size()); }
-  // Pointer arrays for PQexecPrepared/PQexecParams; valid until the next add().
+  // The first parameter given neither a value nor NULL, or 0 when there is none.
+  int first_unbound() const noexcept;
+  // Pointer arrays for PQexecPrepared/PQexecParams; valid until the next set().
   const char* const* values() const;
   const int* lengths() const;
   const int* formats() const;
 
  private:
-  std::vector<std::optional<std::string>> values_;
+  struct Value {
+    bool bound = false;
+    std::optional<std::string> bytes;  // nullopt: NULL
+  };
+  Value& slot(int number);
+
+  std::vector<Value> values_;
   mutable std::vector<const char*> pointers_;
   mutable std::vector<int> lengths_;
   mutable std::vector<int> formats_;

@@ -1,9 +1,11 @@
 #include "engines/postgres/postgres_engine.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -11,6 +13,7 @@
 #include "core/handout_order.hpp"
 #include "core/random_bytes.hpp"
 #include "core/schema_policy.hpp"
+#include "core/url.hpp"
 #include "core/utf8.hpp"
 #include "engines/postgres/pg_connection.hpp"
 #include "engines/postgres/pg_jobs.hpp"
@@ -28,9 +31,66 @@ using pg::Params;
 using pg::Rows;
 using pg::Transaction;
 
-// Connections one engine (one Queue, shared by a worker's threads) keeps for statements;
-// the wake-up listener takes one more once a worker waits for work.
+// Connections one engine (one Queue, shared by a worker's threads) keeps for statements, by
+// default (URL parameter pool_size); the wake-up listener takes one more once a worker waits
+// for work.
 constexpr std::size_t kPoolConnections = 8;
+constexpr std::size_t kMaxPoolConnections = 100;
+// Without notifications (a transaction-mode pooler and no listen_url), how often an idle
+// caller looks at the table, by default (URL parameter poll_interval).
+constexpr Duration kDefaultPollInterval = std::chrono::milliseconds(200);
+
+// What the URL says about connections, beyond the statements' ConnectionConfig.
+struct EngineSettings {
+  std::size_t pool_size = kPoolConnections;
+  // Where the listener LISTENs; nullopt: nowhere, poll every poll_interval instead.
+  std::optional<pg::ConnectionConfig> listen;
+  Duration poll_interval = kDefaultPollInterval;
+};
+
+Result<EngineSettings> engine_settings(const DatabaseUrl& url, const pg::ConnectionConfig& config) {
+  auto bad = [&](const std::string& why) {
+    return fail_with(Error::invalid_argument("bad URL '" + url.redacted + "': " + why));
+  };
+  EngineSettings settings;
+  if (auto it = url.params.find("pool_size"); it != url.params.end()) {
+    std::size_t n = 0;
+    const auto [end, ec] =
+        std::from_chars(it->second.data(), it->second.data() + it->second.size(), n);
+    if (ec != std::errc{} || end != it->second.data() + it->second.size() || n < 1 ||
+        n > kMaxPoolConnections) {
+      return bad("pool_size must be a number of connections from 1 to " +
+                 std::to_string(kMaxPoolConnections));
+    }
+    settings.pool_size = n;
+  }
+  if (auto it = url.params.find("poll_interval"); it != url.params.end()) {
+    auto interval = parse_duration(it->second);
+    if (!interval || *interval <= Duration::zero()) {
+      return bad("poll_interval must be a duration of more than zero (e.g. 200ms, 1s)");
+    }
+    settings.poll_interval = *interval;
+  }
+  if (auto it = url.params.find("listen_url"); it != url.params.end()) {
+    auto listen_url = parse_database_url(it->second);
+    if (!listen_url || listen_url->engine != "postgres") {
+      return bad(
+          "listen_url must be a PostgreSQL URL (percent-encoded), reaching the same "
+          "database without a pooler in transaction mode");
+    }
+    auto listen = pg::make_connection_config(*listen_url);
+    if (!listen) return fail_with(listen.error());
+    if (!listen->prepare) {
+      return bad(
+          "listen_url must not have pool_mode=transaction: LISTEN needs a session of "
+          "its own");
+    }
+    settings.listen = std::move(*listen);
+  } else if (config.prepare) {
+    settings.listen = config;  // a direct connection (or a session pooler) LISTENs as it is
+  }
+  return settings;
+}
 // Distinct lease batch sizes that get a statement (and a cached plan) of their own.
 constexpr std::size_t kLeaseLimits = 32;
 // Rows per statement of a rescue or a purge, so that each stays short.
@@ -42,15 +102,16 @@ constexpr auto kLockedDueRecheck = std::chrono::milliseconds(50);
 // How long wait_for_work waits for the listener's first LISTEN (a connect and a round trip).
 constexpr auto kListenPatience = std::chrono::seconds(2);
 
-// The ids and tokens of refs as the two arrays every fenced statement takes first.
+// The ids and tokens of refs, as the two arrays of the fenced statement S.
+template <class S>
 Params ref_params(std::span<const LeasedRef> refs) {
   ArrayParam ids(Oid::kInt8), tokens(Oid::kUuid);
   for (const auto& ref : refs) {
     ids.add(pg::encode_int8(ref.id));
     tokens.add(pg::encode_uuid(ref.token));
   }
-  Params params;
-  params.array(ids).array(tokens);
+  Params params(S::param_count);
+  params.array(S::ids, ids).array(S::tokens, tokens);
   return params;
 }
 
@@ -79,11 +140,13 @@ std::vector<JobId> in_request_order(std::span<const JobId> ids, const Rows& rows
 
 class PostgresEngine final : public Engine {
  public:
-  PostgresEngine(pg::SchemaName schema, pg::ConnectionConfig config, const Logger& logger)
+  PostgresEngine(pg::SchemaName schema, pg::ConnectionConfig config, EngineSettings settings,
+                 const Logger& logger)
       : schema_(std::move(schema)),
+        poll_interval_(settings.poll_interval),
         sql_(schema_),
-        pool_(config, logger, kPoolConnections),
-        listener_(std::move(config), schema_.channel, logger) {}
+        pool_(std::move(config), logger, settings.pool_size),
+        listener_(std::move(settings.listen), sql_.listen.sql, logger) {}
 
   // Connects once; see open_postgres_engine.
   Status connect() { return pool_.connect_first(); }
@@ -100,11 +163,10 @@ class PostgresEngine final : public Engine {
     if (!transaction) return fail_with(transaction.error());
     // Concurrent `readpast init`s queue here; the second finds the work done. A
     // transaction-scoped lock, so that it also works through a transaction-mode pooler.
-    const pg::Statement lock{"readpast_migrate_lock",
-                             "SELECT pg_advisory_xact_lock(hashtext('readpast.migrate'), "
-                             "hashtext($1::text))"};
-    if (auto ok = (*c)->exec(lock, Params().text(schema_.name)); !ok) return fail_with(ok.error());
-    if (auto ok = (*c)->exec_script(sql_.create_schema); !ok) return fail_with(ok.error());
+    Params lock(pg::sql::migrate_lock::param_count);
+    lock.text(pg::sql::migrate_lock::schema_name, schema_.name);
+    if (auto ok = (*c)->exec(sql_.migrate_lock, lock); !ok) return fail_with(ok.error());
+    if (auto ok = (*c)->exec_script(sql_.create_schema.sql); !ok) return fail_with(ok.error());
     Migrations steps(*this, **c);
     auto version = migrate_schema(steps, pg::kSchemaVersion, pg::kSchemaVersion);
     if (!version) return version;
@@ -138,12 +200,14 @@ class PostgresEngine final : public Engine {
     listener_.lease_started(request.queue);
     const ArrayParam tokens = fresh_tokens(request.max_jobs);
     const pg::Statement* statement = lease_statement(request.max_jobs);
-    Params params;
-    params.text(request.queue)
-        .text(sanitize_utf8(request.worker_id))
-        .int8(request.lease_duration.count())
-        .array(tokens);
-    if (statement == &sql_.lease) params.int4(request.max_jobs);
+    using S = pg::sql::lease;
+    Params params(statement->param_count);
+    params.text(S::queue, request.queue)
+        .text(S::worker, sanitize_utf8(request.worker_id))
+        .int8(S::lease_us, request.lease_duration.count())
+        .array(S::tokens, tokens);
+    // The statement with LIMIT $N; the others have the number in their text instead.
+    if (statement == &sql_.lease) params.int4(S::max_jobs, request.max_jobs);
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
     auto rows = (*c)->exec(*statement, params);
@@ -159,7 +223,11 @@ class PostgresEngine final : public Engine {
   }
 
   Result<std::vector<bool>> complete(std::span<const LeasedRef> refs, bool delete_row) override {
-    return settle(delete_row ? sql_.complete_delete : sql_.complete, refs, ref_params(refs));
+    static_assert(pg::sql::complete::param_count == pg::sql::complete_delete::param_count &&
+                  pg::sql::complete::ids == pg::sql::complete_delete::ids &&
+                  pg::sql::complete::tokens == pg::sql::complete_delete::tokens);
+    return settle(delete_row ? sql_.complete_delete : sql_.complete, refs,
+                  ref_params<pg::sql::complete>(refs));
   }
 
   Result<std::vector<FailResult>> fail(std::span<const FailItem> items) override {
@@ -180,15 +248,16 @@ class PostgresEngine final : public Engine {
     }
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
-    auto rows = (*c)->exec(sql_.fail, Params()
-                                          .array(ids)
-                                          .array(tokens)
-                                          .array(errors)
-                                          .array(retry_after)
-                                          .array(base)
-                                          .array(cap)
-                                          .array(factor)
-                                          .array(no_retry));
+    using S = pg::sql::fail;
+    auto rows = (*c)->exec(sql_.fail, Params(S::param_count)
+                                          .array(S::ids, ids)
+                                          .array(S::tokens, tokens)
+                                          .array(S::errors, errors)
+                                          .array(S::retry_after_us, retry_after)
+                                          .array(S::base_us, base)
+                                          .array(S::cap_us, cap)
+                                          .array(S::factors, factor)
+                                          .array(S::no_retry, no_retry));
     if (!rows) return fail_with(rows.error());
     std::map<std::pair<JobId, std::string>, FailOutcome> outcomes;
     for (int r = 0; r < rows->size(); ++r) {
@@ -206,37 +275,44 @@ class PostgresEngine final : public Engine {
 
   Result<std::vector<bool>> extend(std::span<const LeasedRef> refs,
                                    Duration lease_duration) override {
-    return settle(sql_.extend, refs, ref_params(refs).int8(lease_duration.count()));
+    return settle(
+        sql_.extend, refs,
+        ref_params<pg::sql::extend>(refs).int8(pg::sql::extend::lease_us, lease_duration.count()));
   }
 
   Result<std::vector<bool>> release(std::span<const LeasedRef> refs, Duration delay) override {
-    return settle(sql_.release, refs, ref_params(refs).int8(delay.count()));
+    return settle(
+        sql_.release, refs,
+        ref_params<pg::sql::release>(refs).int8(pg::sql::release::delay_us, delay.count()));
   }
 
   Result<bool> wait_for_work(std::string_view queue, Duration timeout) override {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
     // Listen first, then look: a job that becomes available after the look is announced.
     listener_.subscribe(queue, std::min<Duration>(timeout, kListenPatience));
-    // Ask the database (one index probe) whether a job is due or when the next one will
-    // be: NOTIFY announces enqueues, not the moment a scheduled job comes due.
-    std::optional<std::int64_t> due_in_us;
-    {
-      auto c = pool_.acquire();
-      if (!c) return fail_with(c.error());
-      auto rows = (*c)->exec(sql_.next_due, Params().text(queue));
-      if (!rows) return fail_with(rows.error());
-      if (rows->size() == 1) due_in_us = rows->optional_int8(0, 0);
+    // Without notifications (polls()), look at the table every poll interval instead.
+    const Duration look_every = listener_.polls() ? poll_interval_ : Duration::max();
+    for (bool first = true;; first = false) {
+      // Ask the database (one index probe) whether a job is due or when the next one will
+      // be: NOTIFY announces enqueues, not the moment a scheduled job comes due.
+      auto due_in_us = next_due(queue);
+      if (!due_in_us) return fail_with(due_in_us.error());
+      if (*due_in_us && **due_in_us <= 0) {
+        // On the first look, a job is due yet the caller's lease found none: its row is
+        // locked by a transaction still open (another worker's lease in flight, or a
+        // session holding a row lock). Return soon, but not at once, so that a caller's
+        // loop does not spin.
+        if (first) listener_.wait(queue, std::min<Duration>(timeout, kLockedDueRecheck));
+        return true;
+      }
+      const auto left =
+          std::chrono::duration_cast<Duration>(deadline - std::chrono::steady_clock::now());
+      if (left <= Duration::zero()) return false;
+      Duration limit = std::min(left, look_every);
+      if (*due_in_us) limit = std::min(limit, Duration(**due_in_us));
+      if (listener_.wait(queue, limit)) return true;
+      if (limit == left) return false;  // the caller's timeout, not a poll or a due job
     }
-    if (due_in_us && *due_in_us <= 0) {
-      // A job is due, yet the caller's lease found none: its row is locked by a transaction
-      // still open (another worker's lease in flight, or a session holding a row lock).
-      // Return soon, but not at once, so that a caller's loop does not spin.
-      listener_.wait(queue, std::min<Duration>(timeout, kLockedDueRecheck));
-      return true;
-    }
-    Duration limit = timeout;
-    if (due_in_us) limit = std::min(limit, Duration(*due_in_us));
-    if (listener_.wait(queue, limit)) return true;
-    return limit < timeout;  // woken by the schedule: the next job is due now
   }
 
   Result<std::int64_t> rescue_expired(std::string_view queue) override {
@@ -245,7 +321,9 @@ class PostgresEngine final : public Engine {
     while (true) {
       auto c = pool_.acquire();
       if (!c) return fail_with(c.error());
-      auto rows = (*c)->exec(sql_.rescue, Params().text(queue).int4(kRescueBatch));
+      using S = pg::sql::rescue;
+      auto rows = (*c)->exec(
+          sql_.rescue, Params(S::param_count).text(S::queue, queue).int4(S::batch, kRescueBatch));
       if (!rows) return fail_with(rows.error());
       total += rows->affected();
       if (rows->affected() < kRescueBatch) return total;
@@ -263,7 +341,10 @@ class PostgresEngine final : public Engine {
   Result<std::int64_t> retry_all(std::string_view queue, JobState state) override {
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
-    auto rows = (*c)->exec(sql_.retry_all, Params().text(queue).text(to_string(state)));
+    using S = pg::sql::retry_all;
+    auto rows =
+        (*c)->exec(sql_.retry_all,
+                   Params(S::param_count).text(S::queue, queue).text(S::state, to_string(state)));
     if (!rows) return fail_with(rows.error());
     return rows->affected();
   }
@@ -273,18 +354,19 @@ class PostgresEngine final : public Engine {
     // chase rows finishing now. Each batch is its own short statement.
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
-    auto now = (*c)->exec(sql_.now, Params());
+    auto now = (*c)->exec(sql_.now, Params(pg::sql::now::param_count));
     if (!now) return fail_with(now.error());
     const TimePoint cutoff = now->timestamptz(0, 0) - request.older_than.value_or(Duration::zero());
     std::int64_t total = 0;
     std::int64_t budget = request.limit.value_or(std::numeric_limits<int>::max());
     while (budget > 0) {
       const int batch = static_cast<int>(std::min<std::int64_t>(budget, kPurgeBatch));
-      auto rows = (*c)->exec(sql_.purge, Params()
-                                             .text(request.queue)
-                                             .text(to_string(request.state))
-                                             .timestamptz(cutoff)
-                                             .int4(batch));
+      using S = pg::sql::purge;
+      auto rows = (*c)->exec(sql_.purge, Params(S::param_count)
+                                             .text(S::queue, request.queue)
+                                             .text(S::state, to_string(request.state))
+                                             .timestamptz(S::cutoff, cutoff)
+                                             .int4(S::batch, batch));
       if (!rows) return fail_with(rows.error());
       total += rows->affected();
       budget -= rows->affected();
@@ -296,12 +378,9 @@ class PostgresEngine final : public Engine {
   Result<std::vector<QueueStats>> stats(std::optional<std::string_view> queue) override {
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
-    Params params;
-    if (queue) {
-      params.text(*queue);
-    } else {
-      params.add_null();
-    }
+    Params params(pg::sql::stats::param_count);
+    params.optional(pg::sql::stats::queue, queue,
+                    [](std::string_view q) { return std::string(q); });
     auto rows = (*c)->exec(sql_.stats, params);
     if (!rows) return fail_with(rows.error());
     std::map<std::string, QueueStats> by_queue;
@@ -327,16 +406,12 @@ class PostgresEngine final : public Engine {
   }
 
   Result<std::vector<Job>> list(const ListRequest& request) override {
-    const pg::Statement& statement = request.queue
-                                         ? (request.state ? sql_.list_queue_state : sql_.list_queue)
-                                         : (request.state ? sql_.list_state : sql_.list_all);
-    Params params;
-    params.int8(request.after_id.value_or(0)).int4(request.limit);
-    if (request.queue) params.text(*request.queue);
-    if (request.state) params.text(to_string(*request.state));
-    auto c = pool_.acquire();
-    if (!c) return fail_with(c.error());
-    auto rows = (*c)->exec(statement, params);
+    auto rows =
+        request.queue
+            ? (request.state ? list_page<pg::sql::list_queue_state>(sql_.list_queue_state, request)
+                             : list_page<pg::sql::list_queue>(sql_.list_queue, request))
+            : (request.state ? list_page<pg::sql::list_state>(sql_.list_state, request)
+                             : list_page<pg::sql::list_all>(sql_.list_all, request));
     if (!rows) return fail_with(rows.error());
     std::vector<Job> jobs;
     jobs.reserve(static_cast<std::size_t>(rows->size()));
@@ -347,7 +422,7 @@ class PostgresEngine final : public Engine {
   Result<std::optional<Job>> get(JobId id) override {
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
-    auto rows = (*c)->exec(sql_.get, Params().int8(id));
+    auto rows = (*c)->exec(sql_.get, Params(pg::sql::get::param_count).int8(pg::sql::get::id, id));
     if (!rows) return fail_with(rows.error());
     if (rows->size() == 0) return std::optional<Job>{};
     return std::optional<Job>(pg::read_job(*rows, 0));
@@ -355,13 +430,11 @@ class PostgresEngine final : public Engine {
 
   Result<std::vector<FinishedCounts>> finished_since(
       TimePoint since, std::optional<std::string_view> queue) override {
-    Params params;
-    params.timestamptz(since);
-    if (queue) {
-      params.text(*queue);
-    } else {
-      params.add_null();
-    }
+    using S = pg::sql::finished_since;
+    Params params(S::param_count);
+    params.timestamptz(S::since, since).optional(S::queue, queue, [](std::string_view q) {
+      return std::string(q);
+    });
     auto rows = exec(sql_.finished_since, params);
     if (!rows) return fail_with(rows.error());
     std::vector<FinishedCounts> counts;
@@ -372,25 +445,30 @@ class PostgresEngine final : public Engine {
   }
 
   Status set_paused(std::string_view queue, bool paused) override {
-    auto rows = exec(paused ? sql_.pause : sql_.resume, Params().text(queue));
+    using S = pg::sql::pause;
+    static_assert(S::param_count == pg::sql::resume::param_count &&
+                  S::queue == pg::sql::resume::queue);
+    auto rows =
+        exec(paused ? sql_.pause : sql_.resume, Params(S::param_count).text(S::queue, queue));
     if (!rows) return fail_with(rows.error());
     return {};
   }
 
   Result<bool> upsert_schedule(const Schedule& schedule) override {
-    auto rows = exec(sql_.upsert_schedule, Params()
-                                               .text(schedule.name)
-                                               .text(schedule.queue)
-                                               .text(schedule.spec)
-                                               .add(schedule.payload)
-                                               .int4(schedule.priority)
-                                               .int4(schedule.max_attempts));
+    using S = pg::sql::upsert_schedule;
+    auto rows = exec(sql_.upsert_schedule, Params(S::param_count)
+                                               .text(S::name, schedule.name)
+                                               .text(S::queue, schedule.queue)
+                                               .text(S::spec, schedule.spec)
+                                               .set(S::payload, schedule.payload)
+                                               .int4(S::priority, schedule.priority)
+                                               .int4(S::max_attempts, schedule.max_attempts));
     if (!rows) return fail_with(rows.error());
     return rows->size() == 1 && rows->boolean(0, 0);
   }
 
   Result<std::vector<Schedule>> list_schedules() override {
-    auto rows = exec(sql_.list_schedules, Params());
+    auto rows = exec(sql_.list_schedules, Params(pg::sql::list_schedules::param_count));
     if (!rows) return fail_with(rows.error());
     std::vector<Schedule> schedules;
     for (int r = 0; r < rows->size(); ++r) {
@@ -409,39 +487,66 @@ class PostgresEngine final : public Engine {
   }
 
   Result<bool> delete_schedule(std::string_view name) override {
-    auto rows = exec(sql_.delete_schedule, Params().text(name));
+    auto rows = exec(
+        sql_.delete_schedule,
+        Params(pg::sql::delete_schedule::param_count).text(pg::sql::delete_schedule::name, name));
     if (!rows) return fail_with(rows.error());
     return rows->affected() == 1;
   }
 
   Result<std::optional<JobId>> enqueue_tick(std::string_view name, TimePoint tick) override {
-    auto rows = exec(sql_.enqueue_tick,
-                     Params().text(name).timestamptz(tick).text(schedule_job_key(name, tick)));
+    using S = pg::sql::enqueue_tick;
+    auto rows = exec(sql_.enqueue_tick, Params(S::param_count)
+                                            .text(S::name, name)
+                                            .timestamptz(S::tick, tick)
+                                            .text(S::unique_key, schedule_job_key(name, tick)));
     if (!rows) return fail_with(rows.error());
     if (rows->size() == 0) return std::optional<JobId>{};
     return std::optional<JobId>(rows->int8(0, 0));
   }
 
   Result<bool> claim_task(std::string_view task, Duration interval, std::string_view by) override {
-    auto rows =
-        exec(sql_.claim_task,
-             Params().text(sanitize_utf8(task)).int8(interval.count()).text(sanitize_utf8(by)));
+    using S = pg::sql::claim_task;
+    auto rows = exec(sql_.claim_task, Params(S::param_count)
+                                          .text(S::task, sanitize_utf8(task))
+                                          .int8(S::interval_us, interval.count())
+                                          .text(S::claimed_by, sanitize_utf8(by)));
     if (!rows) return fail_with(rows.error());
     return rows->size() == 1;
   }
 
   Result<TimePoint> now() override {
-    auto rows = exec(sql_.now, Params());
+    auto rows = exec(sql_.now, Params(pg::sql::now::param_count));
     if (!rows) return fail_with(rows.error());
     return rows->timestamptz(0, 0);
   }
 
  private:
+  // Microseconds until the queue's next available job is due (<= 0: one is due now);
+  // nullopt when it has none or is paused.
+  Result<std::optional<std::int64_t>> next_due(std::string_view queue) {
+    auto rows = exec(sql_.next_due,
+                     Params(pg::sql::next_due::param_count).text(pg::sql::next_due::queue, queue));
+    if (!rows) return fail_with(rows.error());
+    if (rows->size() != 1) return std::optional<std::int64_t>{};
+    return rows->optional_int8(0, 0);
+  }
+
   // One statement on a connection of the pool.
   Result<Rows> exec(const pg::Statement& statement, const Params& params) {
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
     return (*c)->exec(statement, params);
+  }
+
+  // One page of jobs through the list statement S, whose filters are those of request.
+  template <class S>
+  Result<Rows> list_page(const pg::Statement& statement, const ListRequest& request) {
+    Params params(S::param_count);
+    params.int8(S::after_id, request.after_id.value_or(0)).int4(S::limit, request.limit);
+    if constexpr (requires { S::queue; }) params.text(S::queue, *request.queue);
+    if constexpr (requires { S::state; }) params.text(S::state, to_string(*request.state));
+    return exec(statement, params);
   }
 
   // Migrations as PostgreSQL runs them, in migrate()'s transaction.
@@ -452,10 +557,11 @@ class PostgresEngine final : public Engine {
     Status apply(int number) override {
       const auto& script = engine_.sql_.migrations[static_cast<std::size_t>(number - 1)];
       if (auto ok = c_.exec_script(script); !ok) return ok;
-      const pg::Statement record{"readpast_record_version",
-                                 "INSERT INTO " + engine_.schema_.quoted +
-                                     ".schema_version (version) VALUES ($1::integer)"};
-      if (auto ok = c_.exec(record, Params().int4(number)); !ok) return fail_with(ok.error());
+      Params record(pg::sql::record_version::param_count);
+      record.int4(pg::sql::record_version::version, number);
+      if (auto ok = c_.exec(engine_.sql_.record_version, record); !ok) {
+        return fail_with(ok.error());
+      }
       return {};
     }
 
@@ -466,7 +572,7 @@ class PostgresEngine final : public Engine {
 
   // The schema version, 0 when the schema or its version table does not exist.
   Result<int> read_version(Connection& c) {
-    auto rows = c.exec(sql_.schema_version, Params());
+    auto rows = c.exec(sql_.schema_version, Params(pg::sql::schema_version::param_count));
     if (!rows) {
       if (rows.error().code == ErrorCode::kSchema) return 0;
       return fail_with(rows.error());
@@ -488,7 +594,7 @@ class PostgresEngine final : public Engine {
 
   // Runs a fenced statement whose rows are the (id, token) of the refs that matched.
   // A re-sent call (after a dropped connection left the first one's outcome unknown)
-  // matches nothing if the first one committed: see kCompleteSql.
+  // matches nothing if the first one committed: see complete in sql/statements.sql.
   Result<std::vector<bool>> settle(const pg::Statement& statement, std::span<const LeasedRef> refs,
                                    const Params& params) {
     auto c = pool_.acquire();
@@ -503,18 +609,22 @@ class PostgresEngine final : public Engine {
     return accepted;
   }
 
+  // cancel or retry: ids in, the changed ids out.
   Result<std::vector<JobId>> change(const pg::Statement& statement, std::span<const JobId> ids) {
+    using S = pg::sql::cancel;
+    static_assert(S::param_count == pg::sql::retry::param_count && S::ids == pg::sql::retry::ids);
     ArrayParam array(Oid::kInt8);
     for (JobId id : ids) array.add(pg::encode_int8(id));
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
-    auto rows = (*c)->exec(statement, Params().array(array));
+    auto rows = (*c)->exec(statement, Params(S::param_count).array(S::ids, array));
     if (!rows) return fail_with(rows.error());
     return in_request_order(ids, *rows);
   }
 
   // Constant after construction.
   const pg::SchemaName schema_;
+  const Duration poll_interval_;  // used when the listener polls()
   const pg::Sql sql_;
   // Lease statements by LIMIT (see lease_statement); map nodes are stable, so the pointers
   // handed out stay valid. Guarded by lease_mu_.
@@ -537,8 +647,10 @@ Result<std::unique_ptr<Engine>> open_postgres_engine(const DatabaseUrl& url,
   }
   auto config = pg::make_connection_config(url);
   if (!config) return fail_with(config.error());
-  auto engine =
-      std::make_unique<PostgresEngine>(std::move(*schema), std::move(*config), options.logger);
+  auto settings = engine_settings(url, *config);
+  if (!settings) return fail_with(settings.error());
+  auto engine = std::make_unique<PostgresEngine>(std::move(*schema), std::move(*config),
+                                                 std::move(*settings), options.logger);
   if (auto ok = engine->connect(); !ok) return fail_with(ok.error());
   return std::unique_ptr<Engine>(std::move(engine));
 }

@@ -1,5 +1,7 @@
 #include "engines/sqlite/sqlite_connection.hpp"
 
+#include <array>
+#include <exception>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -56,6 +58,13 @@ Result<std::unique_ptr<Connection>> Connection::open(const Settings& settings) {
   sqlite3_extended_result_codes(raw, 1);
   connection->busy_timeout_ms_ = settings.busy_timeout_ms;
   sqlite3_busy_handler(raw, &Connection::on_busy, connection.get());
+  // Not SQLITE_DETERMINISTIC: every call returns a new token.
+  if (int code =
+          sqlite3_create_function_v2(raw, "readpast_lease_token", 0, SQLITE_UTF8, connection.get(),
+                                     &Connection::lease_token, nullptr, nullptr, nullptr);
+      code != SQLITE_OK) {
+    return fail_with(connection->error(code, "registering readpast_lease_token()"));
+  }
   // WAL lets readers run beside the one writer and makes a commit one append. It is a
   // property of the file, so setting it on every open is cheap once it is set.
   if (auto ok = connection->exec("PRAGMA journal_mode=WAL"); !ok) return fail_with(ok.error());
@@ -81,6 +90,19 @@ int Connection::on_busy(void* self, int tries) noexcept {
   std::uniform_int_distribution<int> sleep_us(100, 1000);
   std::this_thread::sleep_for(std::chrono::microseconds(sleep_us(connection->busy_jitter_)));
   return 1;
+}
+
+void Connection::lease_token(sqlite3_context* context, int /*argc*/,
+                             sqlite3_value** /*argv*/) noexcept {
+  auto* connection = static_cast<Connection*>(sqlite3_user_data(context));
+  std::array<char, kLeaseTokenHexDigits> hex{};
+  try {
+    connection->tokens_.next_hex(hex);
+  } catch (const std::exception& e) {
+    sqlite3_result_error(context, e.what(), -1);  // no random source: the lease fails
+    return;
+  }
+  sqlite3_result_text(context, hex.data(), static_cast<int>(hex.size()), SQLITE_TRANSIENT);
 }
 
 Result<std::unique_ptr<Statement>> Connection::prepare(const char* sql) {

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "core/lease_tokens.hpp"
 #include "readpast/error.hpp"
 
 namespace readpast::detail::sqlite {
@@ -119,12 +120,16 @@ class Connection {
   // seconds-long stalls under contention. This handler retries after short, jittered
   // sleeps until busy_timeout_ms has passed since the first try.
   static int on_busy(void* self, int tries) noexcept;
+  // readpast_lease_token(): a new lease token (core/lease_tokens.hpp) per call, for the lease
+  // statements, which take as many as the rows they pick.
+  static void lease_token(sqlite3_context* context, int argc, sqlite3_value** argv) noexcept;
 
   std::unique_ptr<sqlite3, DatabaseDeleter> db_;
   int busy_timeout_ms_ = 0;
   std::chrono::steady_clock::time_point busy_since_;
   std::minstd_rand busy_jitter_{std::random_device{}()};
   std::unordered_map<const char*, std::unique_ptr<sqlite3_stmt, StatementDeleter>> cache_;
+  LeaseTokenSource tokens_;  // used by lease_token(), on the thread that runs the statement
 };
 
 // Maps an SQLite result code onto readpast's errors: busy/locked past the busy timeout,

@@ -1,9 +1,9 @@
 // The MariaDB engine under test: a fresh database of one real server per test program,
-// started in a temporary directory (support/mariadb_server.hpp).
+// started in a temporary directory (support/engines/mariadb_server.hpp).
 #include <memory>
 
 #include "support/engines.hpp"
-#include "support/mariadb_server.hpp"
+#include "support/engines/mariadb_server.hpp"
 
 namespace readpast::test {
 namespace {
@@ -13,23 +13,35 @@ std::string database_of(const std::string& url) {
   return url.substr(url.rfind('/') + 1);
 }
 
+// LOCK TABLES ... WRITE on a root session kept open: every other session's statement on the
+// jobs waits until it is closed.
+std::shared_ptr<void> hold_mariadb_write_lock(const std::string& url) {
+  auto session =
+      std::make_shared<MariadbServer::Session>(MariadbServer::shared(), database_of(url));
+  session->execute("LOCK TABLES readpast_jobs WRITE");
+  return session;
+}
+
+// The table renamed: the server answers and the version table reads, but no jobs.
+void make_mariadb_jobs_unreadable(const std::string& url) {
+  MariadbServer::shared().execute("RENAME TABLE readpast_jobs TO readpast_jobs_gone",
+                                  database_of(url));
+}
+
 }  // namespace
 
 EngineUnderTest mariadb_under_test() {
-  EngineUnderTest engine{"mariadb", [] { return MariadbServer::shared().fresh_database_url(); }};
-  // LOCK TABLES ... WRITE: every other session's statement on the jobs waits for UNLOCK.
-  engine.lock_jobs = [](const std::string& url) -> std::shared_ptr<void> {
-    auto session =
-        std::make_shared<MariadbServer::Session>(MariadbServer::shared(), database_of(url));
-    session->execute("LOCK TABLES readpast_jobs WRITE");
-    return session;
-  };
-  engine.break_jobs = [](const std::string& url) {
-    MariadbServer::shared().execute("DROP TABLE readpast_jobs", database_of(url));
-  };
-  engine.restart_server = [] { MariadbServer::shared().restart_immediate(); };
-  engine.restart_detail = "mariadbd killed with SIGKILL, restarted";
+  EngineUnderTest engine;
+  engine.name = "mariadb";
+  engine.fresh_url = [] { return MariadbServer::shared().fresh_database_url(); };
+  engine.concurrent_writers = true;
   engine.server_clock = true;
+  engine.crash_and_restart = [] {
+    MariadbServer::shared().restart_immediate();
+    return std::string("mariadbd killed with SIGKILL, restarted");
+  };
+  engine.hold_write_lock = hold_mariadb_write_lock;
+  engine.make_jobs_unreadable = make_mariadb_jobs_unreadable;
   return engine;
 }
 

@@ -1,12 +1,57 @@
 // The PostgreSQL engine under test: a fresh database of one real server per test program,
-// started in a temporary directory (support/postgres_server.hpp).
+// started in a temporary directory (support/engines/postgres_server.hpp).
+#include "postgres/pg_test_util.hpp"
 #include "support/engines.hpp"
-#include "support/postgres_server.hpp"
+#include "support/engines/postgres_pgbouncer.hpp"
+#include "support/engines/postgres_server.hpp"
 
 namespace readpast::test {
+namespace {
+
+// The schema the engine uses when the URL names none.
+constexpr const char* kPostgresJobs = "readpast.jobs";
+
+std::shared_ptr<void> hold_postgres_write_lock(const std::string& url) {
+  auto connection = std::make_shared<SqlConnection>(url);
+  connection->exec("BEGIN");
+  connection->exec(std::string("LOCK TABLE ") + kPostgresJobs + " IN EXCLUSIVE MODE");
+  return std::shared_ptr<void>(connection.get(), [connection](void*) mutable {
+    connection->exec("ROLLBACK");
+    connection.reset();
+  });
+}
+
+// The table renamed: the server answers and the version table reads, but no jobs.
+void make_postgres_jobs_unreadable(const std::string& url) {
+  SqlConnection connection(url);
+  connection.exec(std::string("ALTER TABLE ") + kPostgresJobs + " RENAME TO jobs_gone");
+}
+
+}  // namespace
 
 EngineUnderTest postgres_under_test() {
-  return {"postgres", [] { return PostgresServer::shared().fresh_database_url(); }};
+  EngineUnderTest engine;
+  engine.name = "postgres";
+  engine.fresh_url = [] { return PostgresServer::shared().fresh_database_url(); };
+  engine.concurrent_writers = true;
+  engine.server_clock = true;
+  engine.crash_and_restart = [] {
+    PostgresServer::shared().restart_immediate();
+    return std::string("pg_ctl restart -m immediate");
+  };
+  engine.hold_write_lock = hold_postgres_write_lock;
+  engine.make_jobs_unreadable = make_postgres_jobs_unreadable;
+
+  // Every connection through PgBouncer in transaction mode, wake-ups by polling (no
+  // listen_url): the hardest way to reach the server.
+  EngineUnderTest pooled = engine;
+  pooled.name = "pgbouncer";
+  pooled.fresh_url = [] {
+    return PgBouncer::shared().through(PostgresServer::shared().fresh_database_url()) +
+           "?pool_mode=transaction";
+  };
+  engine.variants.push_back(std::move(pooled));
+  return engine;
 }
 
 }  // namespace readpast::test

@@ -8,6 +8,10 @@
 -- job come in the order read_job() expects (docs/schema.md): id, queue, state, priority,
 -- run_at, attempts, max_attempts, lease_token, leased_by, lease_expires_at, enqueued_at,
 -- started_at, finished_at, unique_key, last_error, payload.
+--
+-- readpast_lease_token() is the engine's: each connection registers it (sqlite_connection.cpp)
+-- to draw a new lease token from core (core/lease_tokens.hpp), the same tokens every engine
+-- hands out. In the sqlite3 shell, lower(hex(randomblob(16))) stands in for it.
 
 -- name: create_version_table
 CREATE TABLE IF NOT EXISTS readpast_schema_version (
@@ -39,7 +43,7 @@ INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempt
 -- The sub-select walks readpast_jobs_lease in (priority, run_at, id) order. RETURNING order
 -- is unspecified, so the engine sorts the rows it returns (core/handout_order.hpp).
 UPDATE readpast_jobs SET state = 'running', attempts = attempts + 1,
-    lease_token = lower(hex(randomblob(16))), leased_by = :worker_id,
+    lease_token = readpast_lease_token(), leased_by = :worker_id,
     lease_expires_at = :now + :lease_duration, started_at = :now
   WHERE id IN (SELECT id FROM readpast_jobs
                WHERE queue = :queue AND state = 'available' AND run_at <= :now
@@ -56,7 +60,7 @@ UPDATE readpast_jobs SET state = 'running', attempts = attempts + 1,
 -- for the UPDATE's row set when it also has RETURNING; `id = (sub-select)` needs neither,
 -- which leaves the one RETURNING buffers its rows in.
 UPDATE readpast_jobs SET state = 'running', attempts = attempts + 1,
-    lease_token = lower(hex(randomblob(16))), leased_by = :worker_id,
+    lease_token = readpast_lease_token(), leased_by = :worker_id,
     lease_expires_at = :now + :lease_duration, started_at = :now
   WHERE id = (SELECT id FROM readpast_jobs
               WHERE queue = :queue AND state = 'available' AND run_at <= :now

@@ -1,4 +1,4 @@
-#include "support/mariadb_server.hpp"
+#include "support/engines/mariadb_server.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

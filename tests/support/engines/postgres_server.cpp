@@ -1,4 +1,4 @@
-#include "support/postgres_server.hpp"
+#include "support/engines/postgres_server.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -55,24 +55,6 @@ fs::path find_bin_dir() {
   return best;
 }
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "socket");
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof address;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    const int error = errno;
-    ::close(fd);
-    throw std::system_error(error, std::generic_category(), "bind to a free port");
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
 std::string read_tail(const fs::path& file, std::size_t bytes) {
   std::ifstream in(file, std::ios::binary);
   if (!in) return {};
@@ -91,12 +73,51 @@ struct PgResultCloser {
 
 }  // namespace
 
+int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "socket");
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof address;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    const int error = errno;
+    ::close(fd);
+    throw std::system_error(error, std::generic_category(), "bind to a free port");
+  }
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
 PostgresServer& PostgresServer::shared() {
   static PostgresServer server;
   return server;
 }
 
 PostgresServer::PostgresServer() : bin_dir_(find_bin_dir()) {
+  make_directory();
+  init_data_directory();
+  write_settings();
+  start_on_free_port();
+  execute("CREATE ROLE readpast_password_auth NOLOGIN");
+}
+
+PostgresServer::PostgresServer(StandbyOf standby) : bin_dir_(standby.primary.bin_dir_) {
+  make_directory();
+  if (run_tool(
+          "pg_basebackup",
+          {"-D", data_.string(), "-R", "-X", "stream", "-h", standby.primary.directory().string(),
+           "-p", std::to_string(standby.primary.port()), "-U", "postgres"},
+          dir_ / "basebackup.log") != 0) {
+    throw std::runtime_error("pg_basebackup failed: " + read_tail(dir_ / "basebackup.log", 2000));
+  }
+  write_settings();  // its own socket directory, over the primary's copied settings
+  start_on_free_port();
+}
+
+void PostgresServer::make_directory() {
   std::string pattern = (fs::temp_directory_path() / "readpast-pg-XXXXXX").string();
   std::vector<char> buffer(pattern.begin(), pattern.end());
   buffer.push_back('\0');
@@ -125,34 +146,37 @@ PostgresServer::PostgresServer() : bin_dir_(find_bin_dir()) {
     }
   }
   start_watchdog();
+}
 
-  init_data_directory();
-  {
-    std::ofstream conf(data_ / "postgresql.conf", std::ios::app);
-    conf << "\n# readpast tests\n"
-         << "listen_addresses = '127.0.0.1'\n"
-         << "unix_socket_directories = '" << dir_.string() << "'\n"
-         << "max_connections = 300\n"
-         // Not synchronous_commit = off: an immediate stop would lose commits already
-         // acknowledged, which the fault tests would mistake for bugs. Without fsync a
-         // commit still reaches the OS before it is acknowledged.
-         << "fsync = off\nfull_page_writes = off\n"
-         << "log_min_messages = warning\n";
-    std::ofstream hba(data_ / "pg_hba.conf", std::ios::trunc);
-    hba << "local all all trust\n"
-        << "host all +readpast_password_auth 127.0.0.1/32 scram-sha-256\n"
-        << "host all all 127.0.0.1/32 trust\n";
-  }
-  // A port can be taken between free_port() and the server's bind: try a few.
+void PostgresServer::write_settings() {
+  std::ofstream conf(data_ / "postgresql.conf", std::ios::app);
+  conf << "\n# readpast tests\n"
+       << "listen_addresses = '127.0.0.1'\n"
+       << "unix_socket_directories = '" << dir_.string() << "'\n"
+       << "max_connections = 300\n"
+       // Not synchronous_commit = off: an immediate stop would lose commits already
+       // acknowledged, which the fault tests would mistake for bugs. Without fsync a
+       // commit still reaches the OS before it is acknowledged.
+       << "fsync = off\nfull_page_writes = off\n"
+       << "log_min_messages = warning\n";
+  std::ofstream hba(data_ / "pg_hba.conf", std::ios::trunc);
+  hba << "local all all trust\n"
+      << "local replication all trust\n"
+      << "host all +readpast_password_auth 127.0.0.1/32 scram-sha-256\n"
+      << "host all all 127.0.0.1/32 trust\n"
+      << "host replication all 127.0.0.1/32 trust\n";
+}
+
+void PostgresServer::start_on_free_port() {
+  // A port can be taken between free_loopback_port() and the server's bind: try a few.
   for (int attempt = 0; attempt < 5 && !running_; ++attempt) {
-    port_ = free_port();
+    port_ = free_loopback_port();
     try {
       start();
     } catch (const std::runtime_error&) {
       if (attempt == 4) throw;
     }
   }
-  execute("CREATE ROLE readpast_password_auth NOLOGIN");
 }
 
 PostgresServer::~PostgresServer() {
@@ -226,6 +250,22 @@ void PostgresServer::stop_immediate() {
 void PostgresServer::restart_immediate() {
   stop_immediate();
   start();
+}
+
+void PostgresServer::kill_postmaster() {
+  std::ifstream pid_file(data_ / "postmaster.pid");
+  pid_t pid = 0;
+  if (!(pid_file >> pid) || pid <= 0)
+    throw std::runtime_error("no postmaster.pid in " + data_.string());
+  if (::kill(pid, SIGKILL) != 0) throw std::system_error(errno, std::generic_category(), "kill");
+  running_ = false;
+}
+
+void PostgresServer::promote() {
+  if (run_tool("pg_ctl", {"-D", data_.string(), "-w", "-t", "60", "promote"},
+               dir_ / "pg_ctl.log") != 0) {
+    throw std::runtime_error("could not promote the standby:\n" + log_tail());
+  }
 }
 
 std::string PostgresServer::log_tail() const {

@@ -30,11 +30,20 @@
 
 namespace readpast::test {
 
+// A TCP port of 127.0.0.1 that was free a moment ago (the kernel's pick).
+int free_loopback_port();
+
 class PostgresServer {
  public:
   // Creates and starts a server. Throws std::runtime_error (with the server's log) when
   // it cannot.
   PostgresServer();
+  // A streaming standby of `primary` (pg_basebackup -R), started and replicating; it stays
+  // read-only until promote().
+  struct StandbyOf {
+    const PostgresServer& primary;
+  };
+  explicit PostgresServer(StandbyOf standby);
   ~PostgresServer();
   PostgresServer(const PostgresServer&) = delete;
   PostgresServer& operator=(const PostgresServer&) = delete;
@@ -57,6 +66,11 @@ class PostgresServer {
   void stop_immediate();
   void start();
   void restart_immediate();
+  // The postmaster killed with SIGKILL (by the pid in postmaster.pid): a primary that dies.
+  // Its backends notice and exit by themselves.
+  void kill_postmaster();
+  // pg_ctl promote: a standby becomes a primary.
+  void promote();
   bool running() const noexcept { return running_; }
 
  private:
@@ -68,6 +82,12 @@ class PostgresServer {
   void start_watchdog();
   // Fills data_: a copy of a cached initdb result, or a new initdb (which is then cached).
   void init_data_directory();
+  // The temporary directory, handed to the server's user, and the watchdog.
+  void make_directory();
+  // Our settings, appended to postgresql.conf (later lines win), and pg_hba.conf.
+  void write_settings();
+  // Starts on a free port, trying a few.
+  void start_on_free_port();
   std::string log_tail() const;
 
   std::filesystem::path bin_dir_;

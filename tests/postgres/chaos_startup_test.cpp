@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "chaos.hpp"
-#include "support/postgres_server.hpp"
+#include "support/engines/postgres_server.hpp"
 #include "support/tcp_proxy.hpp"
 
 namespace readpast::test {
