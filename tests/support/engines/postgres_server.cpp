@@ -106,11 +106,12 @@ PostgresServer::PostgresServer() : bin_dir_(find_bin_dir()) {
 
 PostgresServer::PostgresServer(StandbyOf standby) : bin_dir_(standby.primary.bin_dir_) {
   make_directory();
-  if (run_tool(
-          "pg_basebackup",
-          {"-D", data_.string(), "-R", "-X", "stream", "-h", standby.primary.directory().string(),
-           "-p", std::to_string(standby.primary.port()), "-U", "postgres"},
-          dir_ / "basebackup.log") != 0) {
+  // -c fast: checkpoint now; the default spreads it over minutes.
+  if (run_tool("pg_basebackup",
+               {"-D", data_.string(), "-R", "-X", "stream", "-c", "fast", "-h",
+                standby.primary.directory().string(), "-p", std::to_string(standby.primary.port()),
+                "-U", "postgres"},
+               dir_ / "basebackup.log") != 0) {
     throw std::runtime_error("pg_basebackup failed: " + read_tail(dir_ / "basebackup.log", 2000));
   }
   write_settings();  // its own socket directory, over the primary's copied settings
