@@ -14,11 +14,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
+#include <thread>
 
 namespace readpast::test {
 namespace {
@@ -267,6 +269,24 @@ void PostgresServer::promote() {
                dir_ / "pg_ctl.log") != 0) {
     throw std::runtime_error("could not promote the standby:\n" + log_tail());
   }
+}
+
+void PostgresServer::require_synchronous_standby() {
+  execute("ALTER SYSTEM SET synchronous_standby_names = '*'");
+  execute("SELECT pg_reload_conf()");
+  const std::string conninfo =
+      "host=" + dir_.string() + " port=" + std::to_string(port_) + " user=postgres dbname=postgres";
+  for (int i = 0; i < 200; ++i) {
+    std::unique_ptr<PGconn, PgConnCloser> conn(PQconnectdb(conninfo.c_str()));
+    std::unique_ptr<PGresult, PgResultCloser> result(
+        PQexec(conn.get(), "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'"));
+    if (PQresultStatus(result.get()) == PGRES_TUPLES_OK &&
+        std::string(PQgetvalue(result.get(), 0, 0)) != "0") {
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  throw std::runtime_error("no standby became synchronous within 10 s");
 }
 
 std::string PostgresServer::log_tail() const {
