@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <thread>
 
 #include "cli_fixture.hpp"
@@ -252,15 +251,9 @@ TEST(CliPostgresTest, ServeAndCommandsFollowAPromotedStandby) {
   const std::string token = "failover-token-0123456789";
   ReadpastProcess server(dir.path(), {db, "serve", "--listen", "127.0.0.1:0"},
                          environment({"READPAST_TOKEN=" + token}));
-  std::smatch match;
-  std::string log;
-  const std::regex serving("serving on http://127\\.0\\.0\\.1:([0-9]+)");
-  for (int i = 0; i < 500 && !std::regex_search(log, match, serving); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    log = server.err_so_far();
-  }
-  ASSERT_TRUE(std::regex_search(log, match, serving)) << log;
-  httplib::Client client("127.0.0.1", std::stoi(match[1].str()));
+  const Serving serving = wait_until_serving(server);
+  ASSERT_TRUE(serving.port) << serving.log;
+  httplib::Client client("127.0.0.1", *serving.port);
   const httplib::Headers auth = {{"Authorization", "Bearer " + token}};
   auto enqueue = [&] { return client.Post("/api/queues/q/jobs", auth, "{}", "application/json"); };
   auto before = enqueue();
