@@ -152,6 +152,9 @@ int main(int argc, char** argv) {
   run->add_option("--engine", engine, "sqlite or postgres")
       ->check(CLI::IsMember({"sqlite", "postgres"}));
   run->add_option("--pg-url", settings.target.pg_url, "PostgreSQL URL (with --engine postgres)");
+  run->add_option("--readpast-pg-url", settings.target.readpast_pg_url,
+                  "readpast's own URL of the same database (e.g. with ?pool_mode=transaction, "
+                  "or through PgBouncer); default: --pg-url");
   run->add_option("--sqlite-synchronous", settings.target.sqlite_synchronous,
                   "full (readpast's default) or normal, for both subjects")
       ->check(CLI::IsMember({"full", "normal"}))
@@ -203,6 +206,7 @@ int main(int argc, char** argv) {
   child->group("");
   child->add_option("--engine", engine);
   child->add_option("--pg-url", settings.target.pg_url);
+  child->add_option("--readpast-pg-url", settings.target.readpast_pg_url);
   child->add_option("--sqlite-dir", settings.target.sqlite_dir);
   child->add_option("--sqlite-synchronous", settings.target.sqlite_synchronous);
   child->add_option("--sqlite-cache-mib", settings.target.sqlite_cache_mib);
@@ -287,6 +291,10 @@ int main(int argc, char** argv) {
     settings.child_args = {"child-work", "--engine", engine};
     if (settings.target.engine == EngineKind::kPostgres) {
       settings.child_args.insert(settings.child_args.end(), {"--pg-url", settings.target.pg_url});
+      if (!settings.target.readpast_pg_url.empty()) {
+        settings.child_args.insert(settings.child_args.end(),
+                                   {"--readpast-pg-url", settings.target.readpast_pg_url});
+      }
     } else {
       settings.child_args.insert(
           settings.child_args.end(),

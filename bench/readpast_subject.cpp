@@ -123,13 +123,14 @@ class ReadpastSubject final : public Subject {
   ReadpastSubject(const Target& target, QueueOptions options)
       : target_(target), retention_zero_(options.retention.succeeded == Duration::zero()) {
     options.init_schema = true;
-    const std::string url = target.engine == EngineKind::kPostgres
-                                ? target.pg_url
-                                : "sqlite:" + target.sqlite_dir +
-                                      "/readpast.db?synchronous=" + target.sqlite_synchronous +
-                                      (target.sqlite_cache_mib > 0
-                                           ? "&cache_mib=" + std::to_string(target.sqlite_cache_mib)
-                                           : "");
+    const std::string url =
+        target.engine == EngineKind::kPostgres
+            ? (target.readpast_pg_url.empty() ? target.pg_url : target.readpast_pg_url)
+            : "sqlite:" + target.sqlite_dir +
+                  "/readpast.db?synchronous=" + target.sqlite_synchronous +
+                  (target.sqlite_cache_mib > 0
+                       ? "&cache_mib=" + std::to_string(target.sqlite_cache_mib)
+                       : "");
     queue_.emplace(must(Queue::open(url, std::move(options)), "open"));
     if (target.engine == EngineKind::kPostgres) {
       pg_.emplace(target.pg_url);

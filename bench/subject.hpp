@@ -32,7 +32,11 @@ enum class EngineKind { kPostgres, kSqlite };
 // and the raw table's); a SQLite run uses two files in one directory.
 struct Target {
   EngineKind engine = EngineKind::kSqlite;
-  std::string pg_url;      // postgresql://...
+  std::string pg_url;  // postgresql://...
+  // readpast's own URL for the same database when it differs (readpast's parameters such as
+  // ?pool_mode=transaction, or a pooler in between); empty: pg_url. Setup and the raw
+  // subject always use pg_url.
+  std::string readpast_pg_url;
   std::string sqlite_dir;  // readpast.db and raw.db go here
   // SQLite's synchronous setting for both subjects: "full" (readpast's default: every
   // commit is synced to disk) or "normal" (WAL synced at checkpoints only; the numbers

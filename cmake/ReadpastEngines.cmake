@@ -53,3 +53,29 @@ endforeach()
 if(NOT READPAST_ENGINES)
   message(FATAL_ERROR "READPAST_ENGINES: at least one engine")
 endif()
+
+# readpast_embed_engine_sql(NAME name NAMESPACE ns PARAMS named|dollar|question)
+# Called from an engine's CMakeLists.txt: embeds its sql/statements.sql and
+# sql/migrations/NNNN_*.sql (cmake/EmbedSql.cmake) into generated/engines/<name>/
+# <name>_statements.hpp, which the library's sources include, and makes the library wait
+# for it.
+function(readpast_embed_engine_sql)
+  cmake_parse_arguments(ARG "" "NAME;NAMESPACE;PARAMS" "" ${ARGN})
+  set(sql_dir ${CMAKE_CURRENT_SOURCE_DIR}/sql)
+  file(GLOB migrations CONFIGURE_DEPENDS ${sql_dir}/migrations/*.sql)
+  set(header ${PROJECT_BINARY_DIR}/generated/engines/${ARG_NAME}/${ARG_NAME}_statements.hpp)
+  add_custom_command(
+    OUTPUT ${header}
+    COMMAND ${CMAKE_COMMAND} -DSTATEMENTS=${sql_dir}/statements.sql
+            -DMIGRATIONS_DIR=${sql_dir}/migrations -DOUTPUT=${header}
+            -DNAMESPACE=${ARG_NAMESPACE} -DPARAMS=${ARG_PARAMS}
+            -P ${PROJECT_SOURCE_DIR}/cmake/EmbedSql.cmake
+    DEPENDS ${sql_dir}/statements.sql ${migrations} ${PROJECT_SOURCE_DIR}/cmake/EmbedSql.cmake
+    COMMENT "Embedding the ${ARG_NAME} engine's SQL"
+    VERBATIM)
+  # A target of its own: the command runs in the engine's directory, the library is built in
+  # src/.
+  add_custom_target(readpast_${ARG_NAME}_sql DEPENDS ${header})
+  add_dependencies(readpast readpast_${ARG_NAME}_sql)
+  target_include_directories(readpast PRIVATE ${PROJECT_BINARY_DIR}/generated)
+endfunction()

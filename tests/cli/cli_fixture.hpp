@@ -1,15 +1,20 @@
-// The fixture of the CLI tests: a fresh SQLite database (initialised with `readpast
-// init`) in a temporary directory, and shorthands for running readpast against it.
+// The fixture of the CLI tests: a fresh database (initialised with `readpast init`) and
+// shorthands for running readpast against it. The database is a SQLite file in a temporary
+// directory, or, with READPAST_CLI_ENGINE=NAME, a fresh database of that engine under test
+// (support/engines.hpp): an engine's folder runs the suite on it that way. (The tests that
+// are about SQLite files name their own databases.)
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "support/engines.hpp"
 #include "support/temp_dir.hpp"
 
 namespace readpast::test {
@@ -17,7 +22,9 @@ namespace readpast::test {
 class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    db_ = "sqlite:" + dir_.file("jobs.db");
+    const char* engine = std::getenv("READPAST_CLI_ENGINE");
+    db_ = engine != nullptr && *engine != '\0' ? engine_named(engine).fresh_url()
+                                               : "sqlite:" + dir_.file("jobs.db");
     auto r = rp({"init"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -98,6 +99,21 @@ void ReadpastProcess::send_signal(int signal) const {
 
 std::string ReadpastProcess::err_so_far() const {
   return read_file(err_path_);
+}
+
+Serving wait_until_serving(const ReadpastProcess& server) {
+  const std::regex serving("serving on http://127\\.0\\.0\\.1:([0-9]+)");
+  Serving result;
+  std::smatch match;
+  for (int i = 0; i < 500; ++i) {
+    result.log = server.err_so_far();
+    if (std::regex_search(result.log, match, serving)) {
+      result.port = std::stoi(match[1].str());
+      return result;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return result;
 }
 
 RunResult ReadpastProcess::wait(std::chrono::milliseconds timeout) {

@@ -71,6 +71,15 @@ class ReadpastProcess {
   std::filesystem::path err_path_;
 };
 
+// What `readpast serve` (started as a ReadpastProcess with --listen 127.0.0.1:0) has logged
+// once it says "serving on http://127.0.0.1:PORT", waiting up to 10 s: the port (nullopt when
+// that line never came) and its stderr so far.
+struct Serving {
+  std::optional<int> port;
+  std::string log;
+};
+Serving wait_until_serving(const ReadpastProcess& server);
+
 // Runs readpast to completion.
 RunResult run_readpast(const std::filesystem::path& scratch, const std::vector<std::string>& args,
                        const RunOptions& options = {});

@@ -3,7 +3,6 @@
 // target_session_attrs=read-write follow the new primary: every job ends succeeded, none is
 // lost, none completed twice (the history checker reads every process's history).
 #include <gtest/gtest.h>
-#include <libpq-fe.h>
 
 #include <chrono>
 #include <memory>
@@ -19,32 +18,13 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The number of synchronous standbys the primary at `port` streams to.
-int synchronous_standbys(const PostgresServer& primary) {
-  const std::string conninfo = "host=" + primary.directory().string() +
-                               " port=" + std::to_string(primary.port()) +
-                               " user=postgres dbname=postgres";
-  std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdb(conninfo.c_str()), &PQfinish);
-  if (PQstatus(conn.get()) != CONNECTION_OK) return -1;
-  std::unique_ptr<PGresult, decltype(&PQclear)> result(
-      PQexec(conn.get(), "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'"),
-      &PQclear);
-  if (PQresultStatus(result.get()) != PGRES_TUPLES_OK) return -1;
-  return std::stoi(PQgetvalue(result.get(), 0, 0));
-}
-
 TEST(FailoverTest, WorkersFollowAPromotedSynchronousStandbyAndNothingIsLostOrCompletedTwice) {
   PostgresServer primary;
   primary.execute("CREATE DATABASE failover");
   PostgresServer standby(PostgresServer::StandbyOf{primary});
   // Synchronous: a commit is acknowledged once the standby has it, so the promoted standby
   // has every commit a worker was told of.
-  primary.execute("ALTER SYSTEM SET synchronous_standby_names = '*'");
-  primary.execute("SELECT pg_reload_conf()");
-  for (int i = 0; i < 200 && synchronous_standbys(primary) != 1; ++i) {
-    std::this_thread::sleep_for(50ms);
-  }
-  ASSERT_EQ(synchronous_standbys(primary), 1) << "the standby never became synchronous";
+  primary.require_synchronous_standby();
 
   const std::string url = "postgresql://postgres@127.0.0.1:" + std::to_string(primary.port()) +
                           ",127.0.0.1:" + std::to_string(standby.port()) +

@@ -4,16 +4,19 @@
 // and never shows the password — not in errors, logs, --help, or the command lines of the
 // processes it starts.
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <thread>
 
 #include "chaos.hpp"
+#include "support/engines/postgres_pgbouncer.hpp"
 #include "support/engines/postgres_server.hpp"
 #include "support/tcp_proxy.hpp"
 
@@ -126,6 +129,52 @@ TEST_F(StartupTest, AnUnreachableDatabaseIsGivenUpAfterTheConnectTimeout) {
   if (long_run()) {
     expect_clean_failure(run_cli(scratch_, with_db(url_at(proxy.port()), {"stats"})), 20s,
                          "unreachable (default connect_timeout)");
+  }
+}
+
+// Issue 19's bad input: a pooler on a wrong port, a pooler that refuses clients
+// (max_client_conn), a primary that never comes (only a standby, or no host at all, answers a
+// URL with target_session_attrs=read-write): one line, exit 1, in bounded time.
+TEST_F(StartupTest, APoolerOnAWrongPortOrRefusingClientsEndsCommandsCleanly) {
+  const std::string database_path = "/" + database_ + "?pool_mode=transaction";
+  const std::string wrong_port =
+      "postgresql://postgres@127.0.0.1:" + std::to_string(closed_port()) + database_path;
+  for (const auto& args : kCommands) {
+    expect_clean_failure(run_cli(scratch_, with_db(wrong_port, args)), 15s,
+                         "pooler on a wrong port: " + args[0]);
+  }
+  PgBouncer pooler(PostgresServer::shared().port(), /*server_pool_size=*/2, /*max_clients=*/1);
+  const std::string through =
+      "postgresql://postgres@127.0.0.1:" + std::to_string(pooler.port()) + database_path;
+  // The one client the pooler allows.
+  std::unique_ptr<PGconn, decltype(&PQfinish)> held(
+      PQconnectdb(
+          ("postgresql://postgres@127.0.0.1:" + std::to_string(pooler.port()) + "/" + database_)
+              .c_str()),
+      &PQfinish);
+  ASSERT_EQ(PQstatus(held.get()), CONNECTION_OK) << PQerrorMessage(held.get());
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"enqueue", "q", "x"}, {"stats"}, {"work", "q", "--exec", "true", "--drain"}}) {
+    const CliResult r = run_cli(scratch_, with_db(through, args));
+    expect_clean_failure(r, 15s, "pooler refusing clients: " + args[0]);
+    EXPECT_NE(r.err.find("max_client_conn"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(StartupTest, APrimaryThatNeverComesEndsCommandsCleanly) {
+  PostgresServer standby(PostgresServer::StandbyOf{PostgresServer::shared()});
+  const std::string only_standby =
+      "postgresql://postgres@127.0.0.1:" + std::to_string(standby.port()) + "/" + database_ +
+      "?target_session_attrs=read-write";
+  const std::string no_host = "postgresql://postgres@127.0.0.1:" + std::to_string(closed_port()) +
+                              ",127.0.0.1:" + std::to_string(closed_port()) + "/" + database_ +
+                              "?target_session_attrs=read-write";
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"enqueue", "q", "x"}, {"stats"}, {"work", "q", "--exec", "true", "--drain"}}) {
+    expect_clean_failure(run_cli(scratch_, with_db(only_standby, args)), 15s,
+                         "only a standby: " + args[0]);
+    expect_clean_failure(run_cli(scratch_, with_db(no_host, args)), 15s,
+                         "no host answers: " + args[0]);
   }
 }
 

@@ -2,6 +2,7 @@
 // through the main path (the SQLite tests cover the details) to show that nothing in the
 // CLI or the worker assumes SQLite.
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <libpq-fe.h>
 
 #include <algorithm>
@@ -232,6 +233,56 @@ TEST(CliPostgresTest, CommandsGetTheDatabaseUrlWithoutItsPasswordUnlessAsked) {
   EXPECT_EQ(run({}, environment({"READPAST_DB=" + url})), without + "\n");
   // Asked for, the password reaches the command, and is still scrubbed from what it prints.
   EXPECT_EQ(run({"--db", url}, {}, /*pass_password=*/true), url + "\n");
+}
+
+// Issue 19: `readpast serve` and the commands, given every host with
+// target_session_attrs=read-write, follow a synchronous standby promoted after the primary
+// died: serve answers again without a restart, and nothing enqueued before is lost.
+TEST(CliPostgresTest, ServeAndCommandsFollowAPromotedStandby) {
+  PostgresServer primary;
+  primary.execute("CREATE DATABASE jobs");
+  PostgresServer standby(PostgresServer::StandbyOf{primary});
+  primary.require_synchronous_standby();
+  const std::string db = "--db=postgresql://postgres@127.0.0.1:" + std::to_string(primary.port()) +
+                         ",127.0.0.1:" + std::to_string(standby.port()) +
+                         "/jobs?target_session_attrs=read-write";
+  TempDir dir;
+  ASSERT_EQ(run_readpast(dir.path(), {db, "init"}).exit_code, 0);
+  const std::string token = "failover-token-0123456789";
+  ReadpastProcess server(dir.path(), {db, "serve", "--listen", "127.0.0.1:0"},
+                         environment({"READPAST_TOKEN=" + token}));
+  const Serving serving = wait_until_serving(server);
+  ASSERT_TRUE(serving.port) << serving.log;
+  httplib::Client client("127.0.0.1", *serving.port);
+  const httplib::Headers auth = {{"Authorization", "Bearer " + token}};
+  auto enqueue = [&] { return client.Post("/api/queues/q/jobs", auth, "{}", "application/json"); };
+  auto before = enqueue();
+  ASSERT_TRUE(before);
+  ASSERT_EQ(before->status, 201) << before->body;
+
+  primary.kill_postmaster();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  standby.promote();
+
+  // serve reconnects on demand: an enqueue succeeds again within seconds.
+  const auto promoted = std::chrono::steady_clock::now();
+  int status = 0;
+  while (status != 201 && std::chrono::steady_clock::now() - promoted < std::chrono::seconds(30)) {
+    auto after = enqueue();
+    status = after ? after->status : 0;
+    if (status != 201) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(status, 201) << "serve did not follow the promoted standby";
+  std::printf("[ failover ] serve enqueued again %lld ms after the promotion\n",
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         std::chrono::steady_clock::now() - promoted)
+                                         .count()));
+  // The command line, a new process, connects to the new primary, which has both jobs.
+  auto stats = run_readpast(dir.path(), {db, "stats", "q", "--json"});
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  EXPECT_EQ(nlohmann::json::parse(stats.out)["queues"]["q"]["available"], 2) << stats.out;
+  server.send_signal(SIGTERM);
+  EXPECT_EQ(server.wait(std::chrono::seconds(10)).exit_code, 0);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <libpq-fe.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "readpast/readpast.hpp"
+#include "support/engines/postgres_pgbouncer.hpp"
 #include "support/engines/postgres_server.hpp"
 
 namespace readpast::test {
@@ -139,10 +141,18 @@ inline bool eventually(const std::function<bool()>& condition,
 }
 
 // A fresh database per test, with the readpast schema created.
+// A fresh database with readpast's schema. With READPAST_PG_THROUGH=pgbouncer every
+// connection, the test's own SQL included, goes through PgBouncer in transaction mode
+// (tests/postgres/CMakeLists.txt runs the SQL functions' tests so).
 class PostgresTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    url_ = PostgresServer::shared().fresh_database_url();
+    url_ = sql_url_ = PostgresServer::shared().fresh_database_url();
+    if (const char* through = std::getenv("READPAST_PG_THROUGH");
+        through != nullptr && std::string(through) == "pgbouncer") {
+      sql_url_ = PgBouncer::shared().through(sql_url_);
+      url_ = sql_url_ + "?pool_mode=transaction";
+    }
     QueueOptions options;
     options.init_schema = true;
     must(Queue::open(url_, options));
@@ -150,10 +160,11 @@ class PostgresTest : public ::testing::Test {
   PostgresServer& server() { return PostgresServer::shared(); }
   const std::string& url() const { return url_; }
   Queue open(QueueOptions options = {}) { return must(Queue::open(url_, std::move(options))); }
-  SqlConnection sql() { return SqlConnection(url_); }
+  SqlConnection sql() { return SqlConnection(sql_url_); }
 
  private:
-  std::string url_;
+  std::string url_;      // readpast's
+  std::string sql_url_;  // libpq's: the same database, without readpast's own parameters
 };
 
 inline NewJob job(std::string queue, std::string payload = "payload") {

@@ -1,5 +1,7 @@
 // The SQL interface that `init` installs (docs/sql.md), end to end, and its interplay with
 // the C++ API: a job enqueued by SQL is worked by the API and the other way round.
+#include <cstdlib>
+
 #include "pg_test_util.hpp"
 
 namespace readpast::test {
@@ -241,6 +243,9 @@ TEST_F(SqlFunctionsTest, LeaseTokensAreDistinctAnd128BitsWide) {
 TEST_F(SqlFunctionsTest, TheSqlLeaseFindsItsRowsByPrimaryKeyNotByScanningTheTable) {
   // Like the engine's lease (EngineTest.ALargeLease…): with max_jobs in the hundreds,
   // `j.id = picked.id` alone was planned as a hash join over a sequential scan of jobs.
+  if (std::getenv("READPAST_PG_THROUGH") != nullptr) {
+    GTEST_SKIP() << "counts the scans of a server session's transaction: run directly";
+  }
   Queue queue = open();
   std::vector<NewJob> jobs;
   for (int i = 0; i < 20000; ++i) jobs.push_back(job("q", std::string(100, 'x')));

@@ -9,18 +9,14 @@
 #include <vector>
 
 #include "readpast/queue.hpp"
+#include "support/url_parse.hpp"
 
 namespace readpast::detail {
 namespace {
 
 constexpr std::string_view kSecret = "s3cr3tPW";
 
-DatabaseUrl must_parse(std::string_view url) {
-  auto parsed = parse_database_url(url);
-  EXPECT_TRUE(parsed.has_value()) << "'" << url
-                                  << "' was rejected: " << (parsed ? "" : parsed.error().message);
-  return parsed.value_or(DatabaseUrl{});
-}
+using test::must_parse;
 
 TEST(DatabaseUrl, PostgresUriIsPassedToLibpqAndRedacted) {
   std::string text = "postgresql://worker:" + std::string(kSecret) + "@db.example:5432/jobs";

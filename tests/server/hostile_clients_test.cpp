@@ -59,15 +59,9 @@ class HostileClientsTest : public ::testing::TestWithParam<std::string> {
     args.insert(args.end(), more.begin(), more.end());
     server_ = std::make_unique<ReadpastProcess>(
         dir_.path(), args, environment({"READPAST_TOKEN=" + std::string(kToken)}));
-    const std::regex serving("serving on http://127\\.0\\.0\\.1:([0-9]+)");
-    std::smatch match;
-    std::string log;
-    for (int i = 0; i < 500 && !std::regex_search(log, match, serving); ++i) {
-      std::this_thread::sleep_for(20ms);
-      log = server_->err_so_far();
-    }
-    ASSERT_TRUE(std::regex_search(log, match, serving)) << log;
-    port_ = std::stoi(match[1].str());
+    const Serving serving = wait_until_serving(*server_);
+    ASSERT_TRUE(serving.port) << serving.log;
+    port_ = *serving.port;
   }
 
   // The server answers an authorised /healthz within `timeout`.

@@ -4,7 +4,6 @@
 #include <httplib.h>
 
 #include <csignal>
-#include <regex>
 #include <thread>
 
 #include "cli/cli_runner.hpp"
@@ -36,18 +35,17 @@ TEST(ServeCommand, ServesUntilSigtermWithTheTokenFromTheEnvironment) {
   const std::string token = "token-from-the-environment";
   ReadpastProcess server(dir.path(), {db, "serve", "--listen", "127.0.0.1:0"},
                          environment({"READPAST_TOKEN=" + token}));
-  std::smatch match;
-  std::string log;
-  const std::regex serving("serving on http://127\\.0\\.0\\.1:([0-9]+) \\(token required\\)");
-  for (int i = 0; i < 500 && !std::regex_search(log, match, serving); ++i) {
-    std::this_thread::sleep_for(20ms);
-    log = server.err_so_far();
-  }
-  ASSERT_TRUE(std::regex_search(log, match, serving)) << log;
+  const Serving serving = wait_until_serving(server);
+  ASSERT_TRUE(serving.port) << serving.log;
+  const std::string& log = serving.log;
+  EXPECT_NE(log.find("serving on http://127.0.0.1:" + std::to_string(*serving.port) +
+                     " (token required)"),
+            std::string::npos)
+      << log;
   // The password-free URL is logged, never the token.
   EXPECT_EQ(log.find(token), std::string::npos);
 
-  httplib::Client client("127.0.0.1", std::stoi(match[1].str()));
+  httplib::Client client("127.0.0.1", *serving.port);
   auto unauthorized = client.Get("/healthz");
   ASSERT_TRUE(unauthorized);
   EXPECT_EQ(unauthorized->status, 401);

@@ -14,7 +14,11 @@ namespace readpast::test {
 // What the shared suites need of an engine, beyond its URL. Each engine's fixture fills it in;
 // a shared test never names an engine.
 struct EngineUnderTest {
-  std::string name;  // "sqlite", "postgres": used in test names
+  std::string name;  // "sqlite", "postgres", "pgbouncer": used in test names
+  // The registered engine its URLs open (src/engines/engine_registry.hpp): the name, but for
+  // a variant of another engine ("pgbouncer" runs on "postgres").
+  std::string engine;
+  const std::string& engine_name() const { return engine.empty() ? name : engine; }
   // Returns the URL of a fresh database without a schema, distinct on every call, that
   // lives until the end of the test program.
   std::function<std::string()> fresh_url;

@@ -26,7 +26,7 @@ TEST(EngineRegistry, EveryEngineHasOneSchemeAndOneOpenerOfTheSameName) {
   // The shared suites run on exactly the engines of the build.
   std::set<std::string_view> tested;
   const auto fixtures = test::engines_under_test();
-  for (const auto& engine : fixtures) tested.insert(engine.name);
+  for (const auto& engine : fixtures) tested.insert(engine.engine_name());
   EXPECT_EQ(tested, names);
 }
 
@@ -34,7 +34,7 @@ TEST(EngineRegistry, AUrlGoesToTheEngineThatClaimsIt) {
   for (const auto& engine : test::engines_under_test()) {
     auto parsed = parse_database_url(engine.fresh_url());
     ASSERT_TRUE(parsed) << parsed.error().message;
-    EXPECT_EQ(parsed->engine, engine.name);
+    EXPECT_EQ(parsed->engine, engine.engine_name()) << engine.name;
   }
 }
 

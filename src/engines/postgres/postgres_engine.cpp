@@ -91,6 +91,7 @@ Result<EngineSettings> engine_settings(const DatabaseUrl& url, const pg::Connect
   }
   return settings;
 }
+
 // Distinct lease batch sizes that get a statement (and a cached plan) of their own.
 constexpr std::size_t kLeaseLimits = 32;
 // Rows per statement of a rescue or a purge, so that each stays short.

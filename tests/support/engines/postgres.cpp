@@ -46,6 +46,15 @@ EngineUnderTest postgres_under_test() {
   // listen_url): the hardest way to reach the server.
   EngineUnderTest pooled = engine;
   pooled.name = "pgbouncer";
+  pooled.engine = "postgres";
+  // The test's own libpq connections take the URL without readpast's ?pool_mode.
+  auto for_libpq = [](const std::string& url) { return url.substr(0, url.find('?')); };
+  pooled.hold_write_lock = [for_libpq](const std::string& url) {
+    return hold_postgres_write_lock(for_libpq(url));
+  };
+  pooled.make_jobs_unreadable = [for_libpq](const std::string& url) {
+    make_postgres_jobs_unreadable(for_libpq(url));
+  };
   pooled.fresh_url = [] {
     return PgBouncer::shared().through(PostgresServer::shared().fresh_database_url()) +
            "?pool_mode=transaction";

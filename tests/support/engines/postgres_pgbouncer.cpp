@@ -39,7 +39,7 @@ bool accepts_connections(int port) {
 
 }  // namespace
 
-PgBouncer::PgBouncer(int postgres_port, int server_pool_size) {
+PgBouncer::PgBouncer(int postgres_port, int server_pool_size, int max_clients) {
   const char* override_path = std::getenv("READPAST_PGBOUNCER");
   const std::string binary =
       override_path != nullptr && *override_path != '\0' ? override_path : "/usr/sbin/pgbouncer";
@@ -73,7 +73,7 @@ PgBouncer::PgBouncer(int postgres_port, int server_pool_size) {
         << "auth_type = trust\n"
         << "auth_file = " << dir_.file("users.txt") << "\n"
         << "pool_mode = transaction\n"
-        << "max_client_conn = 2000\n"
+        << "max_client_conn = " << max_clients << "\n"
         << "default_pool_size = " << server_pool_size << "\n"
         << "server_reset_query =\n"
         << "logfile = " << dir_.file("pgbouncer.log") << "\n";

@@ -21,8 +21,9 @@ class PgBouncer {
  public:
   // Starts it and waits until it accepts connections; throws std::runtime_error (with its
   // log) when it cannot.
-  // server_pool_size: server connections per database and user (default_pool_size).
-  explicit PgBouncer(int postgres_port, int server_pool_size = 40);
+  // server_pool_size: server connections per database and user (default_pool_size);
+  // max_clients: client connections it accepts (max_client_conn).
+  explicit PgBouncer(int postgres_port, int server_pool_size = 40, int max_clients = 2000);
   ~PgBouncer();
   PgBouncer(const PgBouncer&) = delete;
   PgBouncer& operator=(const PgBouncer&) = delete;

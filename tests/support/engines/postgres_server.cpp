@@ -14,11 +14,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
+#include <thread>
 
 namespace readpast::test {
 namespace {
@@ -106,11 +108,12 @@ PostgresServer::PostgresServer() : bin_dir_(find_bin_dir()) {
 
 PostgresServer::PostgresServer(StandbyOf standby) : bin_dir_(standby.primary.bin_dir_) {
   make_directory();
-  if (run_tool(
-          "pg_basebackup",
-          {"-D", data_.string(), "-R", "-X", "stream", "-h", standby.primary.directory().string(),
-           "-p", std::to_string(standby.primary.port()), "-U", "postgres"},
-          dir_ / "basebackup.log") != 0) {
+  // -c fast: checkpoint now; the default spreads it over minutes.
+  if (run_tool("pg_basebackup",
+               {"-D", data_.string(), "-R", "-X", "stream", "-c", "fast", "-h",
+                standby.primary.directory().string(), "-p", std::to_string(standby.primary.port()),
+                "-U", "postgres"},
+               dir_ / "basebackup.log") != 0) {
     throw std::runtime_error("pg_basebackup failed: " + read_tail(dir_ / "basebackup.log", 2000));
   }
   write_settings();  // its own socket directory, over the primary's copied settings
@@ -266,6 +269,24 @@ void PostgresServer::promote() {
                dir_ / "pg_ctl.log") != 0) {
     throw std::runtime_error("could not promote the standby:\n" + log_tail());
   }
+}
+
+void PostgresServer::require_synchronous_standby() {
+  execute("ALTER SYSTEM SET synchronous_standby_names = '*'");
+  execute("SELECT pg_reload_conf()");
+  const std::string conninfo =
+      "host=" + dir_.string() + " port=" + std::to_string(port_) + " user=postgres dbname=postgres";
+  for (int i = 0; i < 200; ++i) {
+    std::unique_ptr<PGconn, PgConnCloser> conn(PQconnectdb(conninfo.c_str()));
+    std::unique_ptr<PGresult, PgResultCloser> result(
+        PQexec(conn.get(), "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'"));
+    if (PQresultStatus(result.get()) == PGRES_TUPLES_OK &&
+        std::string(PQgetvalue(result.get(), 0, 0)) != "0") {
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  throw std::runtime_error("no standby became synchronous within 10 s");
 }
 
 std::string PostgresServer::log_tail() const {

@@ -71,6 +71,9 @@ class PostgresServer {
   void kill_postmaster();
   // pg_ctl promote: a standby becomes a primary.
   void promote();
+  // On a primary: makes every standby synchronous (a commit is acknowledged once a standby
+  // has it) and waits until one streams so; throws std::runtime_error after 10 s.
+  void require_synchronous_standby();
   bool running() const noexcept { return running_; }
 
  private:
