@@ -76,6 +76,21 @@ TEST(MariadbEngine, SchemaMissingWithoutInit) {
   EXPECT_EQ(queue.error().code, ErrorCode::kSchema) << queue.error().message;
 }
 
+TEST(MariadbEngine, ANewerSchemaIsRefusedAndLeftAlone) {
+  auto& server = MariadbServer::shared();
+  const std::string url = server.fresh_database_url();
+  ASSERT_TRUE(Queue::open(url, init_options()).has_value());
+  const std::string database = url.substr(url.rfind('/') + 1);
+  server.execute("INSERT INTO readpast_schema_version (version) VALUES (99)", database);
+  for (const QueueOptions& options : {QueueOptions{}, init_options()}) {
+    auto opened = Queue::open(url, options);
+    ASSERT_FALSE(opened.has_value());
+    EXPECT_EQ(opened.error().code, ErrorCode::kSchema) << opened.error().message;
+    EXPECT_NE(opened.error().message.find("newer"), std::string::npos) << opened.error().message;
+    expect_one_line_without_secret(opened.error());
+  }
+}
+
 TEST(MariadbEngine, ComesBackAfterTheServerIsKilled) {
   auto& server = MariadbServer::shared();
   auto queue = Queue::open(server.fresh_database_url(), init_options());

@@ -52,12 +52,14 @@ TEST(MariadbUrl, PasswordIsDecodedAndRedacted) {
 }
 
 TEST(MariadbUrl, TakesItsTimeouts) {
-  auto url = must_parse("mariadb://w@h/jobs?connect_timeout=3&reply_timeout=30");
+  auto url = must_parse("mariadb://w@h/jobs?connect_timeout=3&reply_timeout=30s");
   EXPECT_EQ(url.params.at("connect_timeout"), "3");
-  EXPECT_EQ(url.params.at("reply_timeout"), "30");
+  EXPECT_EQ(url.params.at("reply_timeout"), "30s");
   QueueOptions options;
   for (std::string_view bad : {"mariadb://w@127.0.0.1:1/jobs?reply_timeout=soon",
-                               "mariadb://w@127.0.0.1:1/jobs?reply_timeout=0",
+                               "mariadb://w@127.0.0.1:1/jobs?reply_timeout=0s",
+                               "mariadb://w@127.0.0.1:1/jobs?reply_timeout=30",
+                               "mariadb://w@127.0.0.1:1/jobs?connect_timeout=0",
                                "mariadb://w@127.0.0.1:1/jobs?connect_timeout=-1"}) {
     auto opened = Queue::open(bad, options);
     ASSERT_FALSE(opened.has_value()) << bad;

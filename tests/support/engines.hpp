@@ -38,6 +38,12 @@ struct EngineUnderTest {
   // Leaves the database at `url` answering, with its schema version readable, but its jobs
   // unreadable.
   std::function<void(const std::string& url)> make_jobs_unreadable;
+  // Engines with a server reached over TCP: the port its fresh URLs name (the network tests
+  // put a proxy in its place). Empty for an embedded engine.
+  std::function<int()> server_port;
+  // URL parameters (a&b, no leading ?) with which a connection whose network goes silent
+  // fails within about 2 s, and a new one within 2 s: the network tests' settings.
+  std::string fast_network_failure;
   // The same engine reached another way, run by the shared suites as engines of their own
   // (PostgreSQL through PgBouncer in transaction mode: "pgbouncer"). The generated
   // engines_under_test() lists them after their engine. Only the conformance, multi-process

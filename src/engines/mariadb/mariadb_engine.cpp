@@ -29,6 +29,7 @@
 #include "engines/engine_registry.hpp"
 #include "engines/mariadb/mariadb_connection.hpp"
 #include "engines/mariadb/mariadb_statements.hpp"
+#include "readpast/time.hpp"
 
 namespace readpast::detail {
 namespace {
@@ -852,14 +853,23 @@ Result<std::unique_ptr<Engine>> open_mariadb_engine(const DatabaseUrl& url,
   auto timeout = parse_unsigned(url, "connect_timeout", 10);
   if (!timeout) return fail_with(timeout.error());
   settings.connect_timeout_s = *timeout;
-  auto reply = parse_unsigned(url, "reply_timeout", 60);
-  if (!reply) return fail_with(reply.error());
-  if (*timeout == 0 || *reply == 0) {
+  if (*timeout == 0) {
     return fail_with(Error::invalid_argument("bad URL '" + url.redacted +
-                                             "': connect_timeout and reply_timeout are seconds, "
-                                             "at least 1"));
+                                             "': connect_timeout is seconds, at least 1"));
   }
-  settings.reply_timeout_s = *reply;
+  // A duration, as on PostgreSQL; Connector/C counts its read and write timeouts in whole
+  // seconds, so it is rounded up.
+  if (auto it = url.params.find("reply_timeout"); it != url.params.end()) {
+    auto reply = parse_duration(it->second);
+    if (!reply || *reply <= Duration::zero()) {
+      return fail_with(Error::invalid_argument(
+          "bad URL '" + url.redacted +
+          "': reply_timeout must be a duration of more than zero (e.g. 30s, 5m)"));
+    }
+    const auto seconds = std::chrono::ceil<std::chrono::seconds>(*reply).count();
+    settings.reply_timeout_s =
+        static_cast<unsigned>(std::min<std::int64_t>(seconds, std::numeric_limits<int>::max()));
+  }
   auto engine = std::make_unique<MariadbEngine>(std::move(settings), options.logger);
   if (auto ok = engine->connect(); !ok) return fail_with(ok.error());
   return std::unique_ptr<Engine>(std::move(engine));

@@ -42,6 +42,8 @@ EngineUnderTest mariadb_under_test() {
   };
   engine.hold_write_lock = hold_mariadb_write_lock;
   engine.make_jobs_unreadable = make_mariadb_jobs_unreadable;
+  engine.server_port = [] { return MariadbServer::shared().port(); };
+  engine.fast_network_failure = "connect_timeout=2&reply_timeout=2s";
   return engine;
 }
 

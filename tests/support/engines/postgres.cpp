@@ -60,6 +60,11 @@ EngineUnderTest postgres_under_test() {
            "?pool_mode=transaction";
   };
   engine.variants.push_back(std::move(pooled));
+  // Set after the variant's copy: its URLs name PgBouncer's port, not the server's.
+  engine.server_port = [] { return PostgresServer::shared().port(); };
+  engine.fast_network_failure =
+      "keepalives_idle=1&keepalives_interval=1&keepalives_count=2&tcp_user_timeout=2000&"
+      "connect_timeout=2";
   return engine;
 }
 

@@ -1,7 +1,9 @@
-// Network faults between workers and PostgreSQL, through a TCP proxy the test controls
-// (support/tcp_proxy.hpp): connections reset, delayed, or gone silent without a FIN or an
-// RST. Silent connections must be found dead within a bounded time (TCP keepalive and
-// tcp_user_timeout, which readpast sets and a URL may tune), and the workers carry on.
+// Network faults between workers and a database server, on every engine that has one,
+// through a TCP proxy the test controls (support/tcp_proxy.hpp): connections reset, delayed,
+// or gone silent without a FIN or an RST. Silent connections must be found dead within a
+// bounded time (the engine's timeouts, which readpast sets and a URL may tune: on
+// PostgreSQL TCP keepalive and tcp_user_timeout, on every server engine reply_timeout), and
+// the workers carry on.
 //
 // The program moves itself into a network namespace of its own first (main below), so that
 // the proxy can have the kernel drop its packets; without root the tests that need that are
@@ -15,7 +17,7 @@
 #include <thread>
 
 #include "chaos.hpp"
-#include "support/engines/postgres_server.hpp"
+#include "support/engines.hpp"
 #include "support/tcp_proxy.hpp"
 
 namespace readpast::test {
@@ -23,27 +25,45 @@ namespace {
 
 std::string g_namespace_why;  // why there is no private network namespace, if there is none
 
-// The database's URL with the proxy's port instead of the server's, and `params` appended.
-std::string through(const std::string& url, int proxy_port, const std::string& params = "") {
-  const std::string server_port = ":" + std::to_string(PostgresServer::shared().port()) + "/";
+// `url` with the proxy's port instead of the server's, and `params` appended.
+std::string through(const std::string& url, int server_port, int proxy_port,
+                    const std::string& params = "") {
+  const std::string server = ":" + std::to_string(server_port) + "/";
   std::string out = url;
-  out.replace(out.find(server_port), server_port.size(), ":" + std::to_string(proxy_port) + "/");
+  out.replace(out.find(server), server.size(), ":" + std::to_string(proxy_port) + "/");
   if (!params.empty()) out += (out.find('?') == std::string::npos ? "?" : "&") + params;
   return out;
 }
 
-// Short TCP timeouts, so that a dead connection is found in seconds (readpast's defaults:
-// keepalive after 30 s idle, 3 probes 10 s apart, tcp_user_timeout 60 s, connect 10 s).
-constexpr const char* kFastDetection =
-    "keepalives_idle=1&keepalives_interval=1&keepalives_count=2&tcp_user_timeout=2000&"
-    "connect_timeout=2";
+// URL parameters with reply_timeout set to `timeout`, whatever they said of it before.
+std::string with_reply_timeout(const std::string& params, const std::string& timeout) {
+  std::string out;
+  std::size_t at = 0;
+  while (at <= params.size()) {
+    const auto amp = params.find('&', at);
+    const std::string item = params.substr(at, amp == std::string::npos ? amp : amp - at);
+    if (!item.empty() && !item.starts_with("reply_timeout=")) out += item + "&";
+    if (amp == std::string::npos) break;
+    at = amp + 1;
+  }
+  return out + "reply_timeout=" + timeout;
+}
 
-class NetworkTest : public ::testing::Test {
+class NetworkTest : public ::testing::TestWithParam<std::string> {
  protected:
+  const EngineUnderTest& engine() const { return engine_named(GetParam()); }
   void SetUp() override {
-    url_ = PostgresServer::shared().fresh_database_url();
+    if (!engine().server_port) GTEST_SKIP() << "an embedded database has no network";
+    url_ = engine().fresh_url();
     open_queue(url_);  // the schema
-    proxy_ = std::make_unique<TcpProxy>(PostgresServer::shared().port());
+    proxy_ = std::make_unique<TcpProxy>(engine().server_port());
+  }
+  // The fresh database through the proxy, with the engine's fast failure detection and
+  // `params`.
+  std::string via_proxy(const std::string& params = "") const {
+    std::string all = engine().fast_network_failure;
+    if (!params.empty()) all += (all.empty() ? "" : "&") + params;
+    return through(url_, engine().server_port(), proxy_->port(), all);
   }
   void require_kernel_blackhole() {
     std::string why;
@@ -82,12 +102,12 @@ std::int64_t ms(std::chrono::steady_clock::duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
-// A call in flight when the network goes silent fails as kUnavailable once
-// tcp_user_timeout passes; new connections fail within connect_timeout; once the network is
-// back, calls succeed again without reopening the Queue.
-TEST_F(NetworkTest, ASilentNetworkIsDetectedWithinTheTcpTimeouts) {
+// A call in flight when the network goes silent fails as kUnavailable once the engine's
+// fast detection (2 s) gives it up; new connections fail within connect_timeout; once the
+// network is back, calls succeed again without reopening the Queue.
+TEST_P(NetworkTest, ASilentNetworkIsDetectedWithinTheConfiguredTimeouts) {
   require_kernel_blackhole();
-  Queue queue = open_queue(through(url_, proxy_->port(), kFastDetection));
+  Queue queue = open_queue(via_proxy());
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(queue.enqueue(job_in("q")));
 
   proxy_->blackhole(/*kernel_drop=*/true);
@@ -96,7 +116,7 @@ TEST_F(NetworkTest, ASilentNetworkIsDetectedWithinTheTcpTimeouts) {
   EXPECT_EQ(leased.error().code, ErrorCode::kUnavailable) << leased.error().message;
   std::cout << "[ detect   ] in-flight call failed after " << ms(took)
             << " ms: " << leased.error().message << "\n";
-  EXPECT_LT(took, 8s) << "tcp_user_timeout is 2 s";
+  EXPECT_LT(took, 8s) << "the timeouts are 2 s";
   EXPECT_GE(took, 1s) << "it failed before the network timeout: " << leased.error().message;
 
   // While silent: every call fails, each within connect_timeout (2 s) plus slack.
@@ -120,10 +140,10 @@ TEST_F(NetworkTest, ASilentNetworkIsDetectedWithinTheTcpTimeouts) {
 
 // The same without faster settings: readpast's own keepalive and tcp_user_timeout bound
 // the wait (about a minute). Long run only.
-TEST_F(NetworkTest, ASilentNetworkIsDetectedWithReadpastsDefaultTimeouts) {
+TEST_P(NetworkTest, ASilentNetworkIsDetectedWithReadpastsDefaultTimeouts) {
   require_kernel_blackhole();
   if (!long_run()) GTEST_SKIP() << "takes over a minute: runs with scripts/reliability.sh --long";
-  Queue queue = open_queue(through(url_, proxy_->port()));
+  Queue queue = open_queue(through(url_, engine().server_port(), proxy_->port()));
   ASSERT_TRUE(queue.enqueue(job_in("q")));
   proxy_->blackhole(true);
   auto [leased, took] = timed([&] { return queue.lease(lease_of("q")); });
@@ -138,9 +158,9 @@ TEST_F(NetworkTest, ASilentNetworkIsDetectedWithReadpastsDefaultTimeouts) {
 // kernel still acknowledges them: a hung server or pooler). TCP cannot see this; readpast
 // gives the connection up after reply_timeout (URL parameter; 5 minutes by default), and
 // the call fails as kUnavailable instead of waiting forever.
-TEST_F(NetworkTest, APeerThatStopsAnsweringIsGivenUpAfterTheReplyTimeout) {
-  Queue queue =
-      open_queue(through(url_, proxy_->port(), std::string(kFastDetection) + "&reply_timeout=3s"));
+TEST_P(NetworkTest, APeerThatStopsAnsweringIsGivenUpAfterTheReplyTimeout) {
+  Queue queue = open_queue(through(url_, engine().server_port(), proxy_->port(),
+                                   with_reply_timeout(engine().fast_network_failure, "3s")));
   ASSERT_TRUE(queue.enqueue(job_in("q")));
   proxy_->blackhole(/*kernel_drop=*/false);
   auto call = std::async(std::launch::async,
@@ -168,13 +188,13 @@ TEST_F(NetworkTest, APeerThatStopsAnsweringIsGivenUpAfterTheReplyTimeout) {
 
 // Resets mid-drain: every connection torn down with an RST, again and again, and delays.
 // Workers (mp_worker) reconnect and the history holds.
-TEST_F(NetworkTest, WorkersDrainThroughResetsDelaysAndSilence) {
+TEST_P(NetworkTest, WorkersDrainThroughResetsDelaysAndSilence) {
   const int jobs = scaled(4000, 100000);
   const int cycles = scaled(2, 12);
   const bool kernel = kernel_blackhole_available();
   ChaosRun run("network", url_, "net");
   run.enqueue(jobs);
-  const std::string via = through(url_, proxy_->port(), kFastDetection);
+  const std::string via = via_proxy();
   std::vector<std::unique_ptr<ChildProcess>> workers;
   for (int i = 0; i < 4; ++i) {
     workers.push_back(run.spawn_mp_worker("p" + std::to_string(i), 3s, 200us, 4, 16, "all", via));
@@ -213,11 +233,14 @@ TEST_F(NetworkTest, WorkersDrainThroughResetsDelaysAndSilence) {
   std::cout << "[ proxy    ] " << proxy_->accepted() << " connections through the proxy\n";
 }
 
+INSTANTIATE_TEST_SUITE_P(Chaos, NetworkTest, ::testing::ValuesIn(engine_names()),
+                         engine_param_name);
+
 }  // namespace
 }  // namespace readpast::test
 
 int main(int argc, char** argv) {
-  // Before any thread exists: every thread and child process (the PostgreSQL server
+  // Before any thread exists: every thread and child process (the database servers
   // included) then lives in the new namespace.
   if (!readpast::test::enter_private_network_namespace(&readpast::test::g_namespace_why)) {
     std::printf("[ network  ] no private network namespace (%s): kernel drops unavailable\n",
