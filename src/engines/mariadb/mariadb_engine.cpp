@@ -149,19 +149,19 @@ class MariadbEngine final : public Engine {
         p.set(Q::queue, job.queue)
             .set(Q::priority, job.priority)
             .set(Q::max_attempts, job.max_attempts)
-            .set_now(Q::now)
             .set_bytes(Q::payload, job.payload);
         if (job.unique_key) {
           p.set_bytes(Q::unique_key, *job.unique_key);
         } else {
           p.set_null(Q::unique_key);
         }
+        // run_at NULL: the server's clock plus the delay (none: now).
         if (job.delay) {
-          p.set_now_plus(Q::run_at, micros(*job.delay));  // the server's clock, plus the delay
+          p.set_null(Q::run_at).set(Q::delay, micros(*job.delay));
         } else if (job.run_at) {
-          p.set(Q::run_at, to_micros(*job.run_at));
+          p.set(Q::run_at, to_micros(*job.run_at)).set(Q::delay, 0);
         } else {
-          p.set_now(Q::run_at);
+          p.set_null(Q::run_at).set(Q::delay, 0);
         }
         auto inserted = c.run<Q>(p);
         if (!inserted) {
@@ -178,10 +178,8 @@ class MariadbEngine final : public Engine {
   Result<std::vector<Job>> lease(const LeaseRequest& request) override {
     auto jobs = write<std::vector<Job>>([&](Connection& c) -> Result<std::vector<Job>> {
       using S = sql::lease_select;
-      auto rows = c.run<S>(c.params<S>()
-                               .set_now(S::now)
-                               .set(S::queue, request.queue)
-                               .set(S::max_jobs, request.max_jobs));
+      auto rows =
+          c.run<S>(c.params<S>().set(S::queue, request.queue).set(S::max_jobs, request.max_jobs));
       if (!rows) return fail_with(rows.error());
       std::vector<Job> leased;
       leased.reserve(rows->size());
@@ -207,7 +205,7 @@ class MariadbEngine final : public Engine {
         auto taken = c.run<U>(c.params<U>()
                                   .set(U::token, job.lease_token->hex())
                                   .set_bytes(U::worker_id, request.worker_id)
-                                  .set(U::now, now)
+                                  .set(U::started_at, now)
                                   .set(U::lease_duration, micros(request.lease_duration))
                                   .set(U::id, job.id));
         if (!taken) return fail_with(taken.error());
@@ -216,7 +214,7 @@ class MariadbEngine final : public Engine {
         auto taken = c.run<U>(c.params<U>()
                                   .set(U::leases, leases)
                                   .set_bytes(U::worker_id, request.worker_id)
-                                  .set(U::now, now)
+                                  .set(U::started_at, now)
                                   .set(U::lease_duration, micros(request.lease_duration)));
         if (!taken) return fail_with(taken.error());
         if (c.affected_rows() != leased.size()) {
@@ -233,7 +231,7 @@ class MariadbEngine final : public Engine {
 
   Result<std::vector<bool>> complete(std::span<const LeasedRef> refs, bool delete_row) override {
     if (delete_row) return settle<sql::complete_delete>(refs, [](Params&) {});
-    return settle<sql::complete>(refs, [](Params& p) { p.set_now(sql::complete::now); });
+    return settle<sql::complete>(refs, [](Params&) {});
   }
 
   Result<std::vector<FailResult>> fail(std::span<const FailItem> items) override {
@@ -245,7 +243,6 @@ class MariadbEngine final : public Engine {
         auto p = c.params<Q>();
         p.set(Q::id, item.ref.id)
             .set(Q::token, item.ref.token.hex())
-            .set_now(Q::now)
             .set_bytes(Q::error, item.error)
             .set(Q::backoff_base, micros(item.backoff_base))
             .set(Q::backoff_cap, micros(item.backoff_cap))
@@ -274,15 +271,13 @@ class MariadbEngine final : public Engine {
 
   Result<std::vector<bool>> extend(std::span<const LeasedRef> refs,
                                    Duration lease_duration) override {
-    return settle<sql::extend>(refs, [&](Params& p) {
-      p.set_now(sql::extend::now).set(sql::extend::lease_duration, micros(lease_duration));
-    });
+    return settle<sql::extend>(
+        refs, [&](Params& p) { p.set(sql::extend::lease_duration, micros(lease_duration)); });
   }
 
   Result<std::vector<bool>> release(std::span<const LeasedRef> refs, Duration delay) override {
-    return settle<sql::release>(refs, [&](Params& p) {
-      p.set_now(sql::release::now).set(sql::release::delay, micros(delay));
-    });
+    return settle<sql::release>(refs,
+                                [&](Params& p) { p.set(sql::release::delay, micros(delay)); });
   }
 
   Result<bool> wait_for_work(std::string_view queue, Duration timeout) override {
@@ -296,7 +291,7 @@ class MariadbEngine final : public Engine {
     while (true) {
       auto due = with_connection<bool>(true, [&](Connection& c) -> Result<bool> {
         using Q = sql::has_due_job;
-        auto rows = c.run<Q>(c.params<Q>().set(Q::queue, queue).set_now(Q::now));
+        auto rows = c.run<Q>(c.params<Q>().set(Q::queue, queue));
         if (!rows) return fail_with(rows.error());
         return !rows->empty() && rows->int64(0, 0) != 0;
       });
@@ -317,8 +312,7 @@ class MariadbEngine final : public Engine {
     while (true) {
       auto ids = with_connection<std::string>(true, [&](Connection& c) -> Result<std::string> {
         using Q = sql::expired_ids;
-        auto rows = c.run<Q>(
-            c.params<Q>().set(Q::queue, queue).set_now(Q::now).set(Q::limit, kRescueBatch));
+        auto rows = c.run<Q>(c.params<Q>().set(Q::queue, queue).set(Q::limit, kRescueBatch));
         if (!rows) return fail_with(rows.error());
         if (rows->empty()) return std::string();
         std::string json = "[";
@@ -333,7 +327,7 @@ class MariadbEngine final : public Engine {
       auto rescued =
           with_connection<std::int64_t>(false, [&](Connection& c) -> Result<std::int64_t> {
             using Q = sql::rescue_expired;
-            if (auto ok = c.run<Q>(c.params<Q>().set(Q::ids, *ids).set_now(Q::now)); !ok) {
+            if (auto ok = c.run<Q>(c.params<Q>().set(Q::ids, *ids)); !ok) {
               return fail_with(ok.error());
             }
             return static_cast<std::int64_t>(c.affected_rows());
@@ -415,10 +409,9 @@ class MariadbEngine final : public Engine {
           Result<Rows> rows;
           if (queue) {
             using Q = sql::stats_queue;
-            rows = c.run<Q>(c.params<Q>().set_now(Q::now).set(Q::queue, *queue));
+            rows = c.run<Q>(c.params<Q>().set(Q::queue, *queue));
           } else {
-            using Q = sql::stats_all;
-            rows = c.run<Q>(c.params<Q>().set_now(Q::now));
+            rows = c.query(sql::stats_all::text);
           }
           if (!rows) return fail_with(rows.error());
           std::vector<QueueStats> result;
@@ -489,8 +482,7 @@ class MariadbEngine final : public Engine {
     auto done = write<bool>([&](Connection& c) -> Result<bool> {
       Result<Rows> ok;
       if (paused) {
-        ok = c.run<sql::pause>(
-            c.params<sql::pause>().set(sql::pause::queue, queue).set_now(sql::pause::now));
+        ok = c.run<sql::pause>(c.params<sql::pause>().set(sql::pause::queue, queue));
       } else {
         ok = c.run<sql::resume>(c.params<sql::resume>().set(sql::resume::queue, queue));
       }
@@ -513,8 +505,7 @@ class MariadbEngine final : public Engine {
                              .set(Q::spec, schedule.spec)
                              .set_bytes(Q::payload, schedule.payload)
                              .set(Q::priority, schedule.priority)
-                             .set(Q::max_attempts, schedule.max_attempts)
-                             .set_now(Q::now));
+                             .set(Q::max_attempts, schedule.max_attempts));
       if (!ok) return fail_with(ok.error());
       return existed->empty();
     });
@@ -578,13 +569,12 @@ class MariadbEngine final : public Engine {
   Result<bool> claim_task(std::string_view task, Duration interval, std::string_view by) override {
     return write<bool>([&](Connection& c) -> Result<bool> {
       using N = sql::task_next_run;
-      auto rows = c.run<N>(c.params<N>().set_now(N::now).set(N::task, task));
+      auto rows = c.run<N>(c.params<N>().set(N::task, task));
       if (!rows) return fail_with(rows.error());
       if (rows->empty()) {
         using I = sql::insert_task;
         auto ok = c.run<I>(c.params<I>()
                                .set(I::task, task)
-                               .set_now(I::now)
                                .set(I::interval, micros(interval))
                                .set_bytes(I::claimed_by, by));
         if (!ok) {
@@ -596,7 +586,6 @@ class MariadbEngine final : public Engine {
       if (rows->int64(0, 0) == 0) return false;
       using Q = sql::claim_task;
       auto ok = c.run<Q>(c.params<Q>()
-                             .set_now(Q::now)
                              .set(Q::interval, micros(interval))
                              .set_bytes(Q::claimed_by, by)
                              .set(Q::task, task));
@@ -607,7 +596,7 @@ class MariadbEngine final : public Engine {
 
   Result<TimePoint> now() override {
     return with_connection<TimePoint>(true, [&](Connection& c) -> Result<TimePoint> {
-      auto rows = c.run<sql::server_now>(c.params<sql::server_now>().set_now(sql::server_now::now));
+      auto rows = c.query(sql::server_now::text);
       if (!rows) return fail_with(rows.error());
       return to_time(rows->int64(0, 0));
     });
@@ -788,14 +777,14 @@ class MariadbEngine final : public Engine {
                                        });
   }
 
-  // One statement Q (:id, :now) per id in one transaction; returns the ids it changed. A
+  // One statement Q (:id) per id in one transaction; returns the ids it changed. A
   // change refused by the unique key (retry of a job whose key a live job holds) is none.
   template <class Q>
   Result<std::vector<JobId>> change_each(std::span<const JobId> ids) {
     return write<std::vector<JobId>>([&](Connection& c) -> Result<std::vector<JobId>> {
       std::vector<JobId> changed;
       for (JobId id : ids) {
-        auto ok = c.run<Q>(c.params<Q>().set(Q::id, id).set_now(Q::now));
+        auto ok = c.run<Q>(c.params<Q>().set(Q::id, id));
         if (!ok) {
           if (c.last_errno() == ER_DUP_ENTRY) continue;
           return fail_with(ok.error());

@@ -1,11 +1,15 @@
 -- Every statement of the MariaDB engine. cmake/EmbedSql.cmake builds them into the engine
 -- (mariadb_statements.hpp) with PARAMS=question: each :parameter becomes '?', and the engine
--- puts at each the escaped literal of the value it binds by name (mariadb_connection.hpp).
+-- runs the statement as a server-side prepared statement with the values it binds by name
+-- (mariadb_connection.hpp); no value is ever part of the SQL text.
 -- Comment lines are documentation and are left out of the embedded text.
 --
--- Times are BIGINT microseconds since the Unix epoch. :now is always bound to the server's
--- clock, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) in a session at time_zone '+00:00'
--- (NOW(6) is fixed for the length of one statement), except where a statement says otherwise.
+-- Times are BIGINT microseconds since the Unix epoch. "Now" is always the server's clock,
+-- written out where it is used as
+--   CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
+-- in a session at time_zone '+00:00'. NOW(6) is fixed for the length of one statement, so
+-- every use in a statement is the same instant, and the optimizer takes it as a constant
+-- (range scans along the indexes); a stored function in its place would not be.
 -- The columns of a job come in the order read_job() expects: id, queue, state, priority,
 -- run_at, attempts, max_attempts, lease_token, leased_by, lease_expires_at, enqueued_at,
 -- started_at, finished_at, unique_key, last_error, payload.
@@ -34,17 +38,19 @@ SELECT GET_LOCK(CONCAT('readpast_migrate.', DATABASE()), :timeout_s);
 SELECT RELEASE_LOCK(CONCAT('readpast_migrate.', DATABASE()));
 
 -- name: server_now
-SELECT :now;
+SELECT CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED);
 
 -- name: find_unique_holder
 -- Along readpast_jobs_unique: live_key is the unique key of a live job only.
 SELECT id FROM readpast_jobs WHERE queue = :queue AND live_key = :unique_key;
 
 -- name: insert_job
--- :run_at is a number, or :now plus a delay.
+-- :run_at is a time, or NULL: now plus :delay.
 INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempts,
                            enqueued_at, unique_key, payload)
-  VALUES (:queue, 'available', :priority, :run_at, 0, :max_attempts, :now, :unique_key,
+  VALUES (:queue, 'available', :priority,
+          coalesce(:run_at, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) + :delay), 0,
+          :max_attempts, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED), :unique_key,
           :payload);
 
 -- name: lease_select
@@ -53,19 +59,21 @@ INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempt
 -- not waited for. The last column is the time every later statement of the lease uses.
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
        lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload,
-       :now
+       CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
   FROM readpast_jobs FORCE INDEX (readpast_jobs_lease)
-  WHERE queue = :queue AND state = 'available' AND run_at <= :now
+  WHERE queue = :queue AND state = 'available'
+    AND run_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
     AND NOT EXISTS (SELECT 1 FROM readpast_queues
                     WHERE name = :queue AND paused_at IS NOT NULL)
   ORDER BY priority, run_at, id LIMIT :max_jobs
   FOR UPDATE SKIP LOCKED;
 
 -- name: lease_take
--- The lease, step 2, for each row step 1 locked, by primary key: :now is the time step 1
+-- The lease, step 2, for each row step 1 locked, by primary key: :started_at is the time step 1
 -- read, :token one of core's (LeaseToken::random()).
 UPDATE readpast_jobs SET state = 'running', attempts = attempts + 1, lease_token = :token,
-    leased_by = :worker_id, lease_expires_at = :now + :lease_duration, started_at = :now
+    leased_by = :worker_id, lease_expires_at = :started_at + :lease_duration,
+    started_at = :started_at
   WHERE id = :id;
 
 -- name: lease_take_many
@@ -75,7 +83,8 @@ UPDATE readpast_jobs SET state = 'running', attempts = attempts + 1, lease_token
 UPDATE JSON_TABLE(:leases, '$[*]' COLUMNS (id BIGINT PATH '$[0]', token CHAR(32) PATH '$[1]')) l
   STRAIGHT_JOIN readpast_jobs j ON j.id = l.id
   SET j.state = 'running', j.attempts = j.attempts + 1, j.lease_token = l.token,
-      j.leased_by = :worker_id, j.lease_expires_at = :now + :lease_duration, j.started_at = :now;
+      j.leased_by = :worker_id, j.lease_expires_at = :started_at + :lease_duration,
+      j.started_at = :started_at;
 
 -- name: expired_ids
 -- rescue, step 1: a plain read (no locks) of the queue's expired leases, along
@@ -83,7 +92,8 @@ UPDATE JSON_TABLE(:leases, '$[*]' COLUMNS (id BIGINT PATH '$[0]', token CHAR(32)
 -- the first running job past the range (a lease or a settle in flight, or a caller's own
 -- transaction around readpast_complete).
 SELECT id FROM readpast_jobs
-  WHERE queue = :queue AND state = 'running' AND lease_expires_at <= :now
+  WHERE queue = :queue AND state = 'running'
+    AND lease_expires_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
   ORDER BY lease_expires_at LIMIT :limit;
 
 -- name: rescue_expired
@@ -94,18 +104,22 @@ UPDATE JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) x
   SET j.last_error = CASE WHEN j.attempts >= j.max_attempts
                           THEN CONCAT('lease expired after ', j.attempts, ' attempts (worker lost)')
                           ELSE 'lease expired (worker lost)' END,
-      j.finished_at = CASE WHEN j.attempts >= j.max_attempts THEN :now END,
-      j.run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at ELSE :now END,
+      j.finished_at = CASE WHEN j.attempts >= j.max_attempts
+                           THEN CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) END,
+      j.run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at
+                      ELSE CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) END,
       j.lease_expires_at = NULL,
       j.state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'available' END
-  WHERE j.state = 'running' AND j.lease_expires_at <= :now;
+  WHERE j.state = 'running'
+    AND j.lease_expires_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED);
 
 -- The settling calls are fenced: each changes the job only while it is running under the
 -- lease :token. MariaDB assigns SET columns left to right, each seeing the ones before: state
 -- comes last wherever another assignment reads it.
 
 -- name: complete
-UPDATE readpast_jobs SET state = 'succeeded', finished_at = :now, lease_expires_at = NULL
+UPDATE readpast_jobs SET state = 'succeeded',
+    finished_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED), lease_expires_at = NULL
   WHERE id = :id AND state = 'running' AND lease_token = :token;
 
 -- name: complete_delete
@@ -116,9 +130,11 @@ DELETE FROM readpast_jobs WHERE id = :id AND state = 'running' AND lease_token =
 -- :backoff_factor, in DOUBLE arithmetic so that it cannot overflow; the exponent is clamped
 -- at 40 like Backoff::delay_after. :no_retry 1: dead now.
 UPDATE readpast_jobs SET
-    finished_at = CASE WHEN attempts >= max_attempts OR :no_retry THEN :now END,
+    finished_at = CASE WHEN attempts >= max_attempts OR :no_retry
+                       THEN CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) END,
     run_at = CASE WHEN attempts >= max_attempts OR :no_retry THEN run_at
-                  ELSE :now + coalesce(:retry_after,
+                  ELSE CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
+                       + coalesce(:retry_after,
                          CAST(LEAST(:backoff_cap * 1e0,
                                     :backoff_base * POW(2e0, LEAST(GREATEST(attempts - 1, 0), 40)))
                               * :backoff_factor AS SIGNED)) END,
@@ -130,24 +146,28 @@ UPDATE readpast_jobs SET
 SELECT state FROM readpast_jobs WHERE id = :id;
 
 -- name: extend
-UPDATE readpast_jobs SET lease_expires_at = :now + :lease_duration
+UPDATE readpast_jobs
+  SET lease_expires_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) + :lease_duration
   WHERE id = :id AND state = 'running' AND lease_token = :token;
 
 -- name: release
 -- Gives back the attempt the lease spent.
-UPDATE readpast_jobs SET run_at = :now + :delay, attempts = GREATEST(attempts - 1, 0),
+UPDATE readpast_jobs SET run_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) + :delay,
+    attempts = GREATEST(attempts - 1, 0),
     lease_expires_at = NULL, state = 'available'
   WHERE id = :id AND state = 'running' AND lease_token = :token;
 
 -- name: cancel
-UPDATE readpast_jobs SET finished_at = :now, lease_expires_at = NULL, state = 'cancelled'
+UPDATE readpast_jobs SET finished_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED),
+    lease_expires_at = NULL, state = 'cancelled'
   WHERE id = :id AND (state = 'available' OR state = 'running');
 
 -- name: retry
 -- A job whose unique key a live job of its queue holds now stays where it is: the UPDATE
 -- fails on readpast_jobs_unique (ER_DUP_ENTRY), which the engine reads as "not retried".
 -- (MariaDB cannot read the table an UPDATE changes in its own sub-select.)
-UPDATE readpast_jobs SET attempts = 0, run_at = :now, finished_at = NULL,
+UPDATE readpast_jobs SET attempts = 0, run_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED),
+    finished_at = NULL,
     lease_expires_at = NULL, state = 'available'
   WHERE id = :id AND (state = 'dead' OR state = 'cancelled');
 
@@ -167,16 +187,22 @@ DELETE FROM readpast_jobs
 -- One row per (queue, state); scheduled and the age of the oldest due job only matter for
 -- 'available'. Paused queues come as one more row, of state 'paused', so that a paused queue
 -- without jobs is listed too.
-SELECT queue, state, count(*), coalesce(sum(run_at > :now), 0),
-       :now - min(CASE WHEN run_at <= :now THEN run_at END)
+SELECT queue, state, count(*),
+       coalesce(sum(run_at > CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)), 0),
+       CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
+         - min(CASE WHEN run_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
+                    THEN run_at END)
   FROM readpast_jobs GROUP BY queue, state
 UNION ALL
 SELECT name, 'paused', 0, 0, NULL FROM readpast_queues WHERE paused_at IS NOT NULL
 ORDER BY 1;
 
 -- name: stats_queue
-SELECT queue, state, count(*), coalesce(sum(run_at > :now), 0),
-       :now - min(CASE WHEN run_at <= :now THEN run_at END)
+SELECT queue, state, count(*),
+       coalesce(sum(run_at > CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)), 0),
+       CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
+         - min(CASE WHEN run_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
+                    THEN run_at END)
   FROM readpast_jobs WHERE queue = :queue GROUP BY queue, state
 UNION ALL
 SELECT name, 'paused', 0, 0, NULL FROM readpast_queues
@@ -198,7 +224,8 @@ SELECT queue, coalesce(sum(state = 'succeeded'), 0), coalesce(sum(state = 'dead'
 
 -- name: pause
 -- Pausing keeps the first pause time.
-INSERT INTO readpast_queues (name, paused_at) VALUES (:queue, :now)
+INSERT INTO readpast_queues (name, paused_at)
+  VALUES (:queue, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
   ON DUPLICATE KEY UPDATE paused_at = coalesce(paused_at, VALUES(paused_at));
 
 -- name: resume
@@ -210,7 +237,8 @@ SELECT 1 FROM readpast_schedules WHERE name = :name FOR UPDATE;
 -- name: upsert_schedule
 -- A replaced schedule keeps its created_at and last tick.
 INSERT INTO readpast_schedules (name, queue, spec, payload, priority, max_attempts, created_at)
-  VALUES (:name, :queue, :spec, :payload, :priority, :max_attempts, :now)
+  VALUES (:name, :queue, :spec, :payload, :priority, :max_attempts,
+          CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
   ON DUPLICATE KEY UPDATE queue = VALUES(queue), spec = VALUES(spec),
     payload = VALUES(payload), priority = VALUES(priority),
     max_attempts = VALUES(max_attempts);
@@ -232,16 +260,19 @@ SELECT queue, payload, priority, max_attempts FROM readpast_schedules WHERE name
 
 -- name: task_next_run
 -- claim_task, step 1: the task's row, locked (none: step 2 inserts it).
-SELECT next_run_at <= :now FROM readpast_tasks WHERE task = :task FOR UPDATE;
+SELECT next_run_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
+  FROM readpast_tasks WHERE task = :task FOR UPDATE;
 
 -- name: insert_task
 -- A second claimant that inserts at the same time fails on the primary key: not claimed.
 INSERT INTO readpast_tasks (task, next_run_at, claimed_by, claimed_at)
-  VALUES (:task, :now + :interval, :claimed_by, :now);
+  VALUES (:task, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) + :interval, :claimed_by,
+          CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED));
 
 -- name: claim_task
-UPDATE readpast_tasks SET next_run_at = :now + :interval, claimed_by = :claimed_by,
-    claimed_at = :now
+UPDATE readpast_tasks
+  SET next_run_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) + :interval,
+      claimed_by = :claimed_by, claimed_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
   WHERE task = :task;
 
 -- list: one statement per filter combination, so that each can use an index; keyset paging
@@ -277,5 +308,6 @@ SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, 
 -- name: has_due_job
 -- wait_for_work's poll: is a job due (and the queue not paused)? Along readpast_jobs_lease.
 SELECT EXISTS (SELECT 1 FROM readpast_jobs
-               WHERE queue = :queue AND state = 'available' AND run_at <= :now)
+               WHERE queue = :queue AND state = 'available'
+                 AND run_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
    AND NOT EXISTS (SELECT 1 FROM readpast_queues WHERE name = :queue AND paused_at IS NOT NULL);
