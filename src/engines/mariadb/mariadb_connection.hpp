@@ -1,11 +1,13 @@
 // engines/mariadb/mariadb_connection.hpp — one connection to MariaDB (Connector/C), its
 // statements and results, and the mapping of MariaDB's errors onto readpast::Error.
 //
-// Statements go over the text protocol. The engine's SQL (sql/statements.sql) is embedded
-// with PARAMS=question (cmake/EmbedSql.cmake): each :name becomes '?', and Params::render puts
-// the value bound to the parameter at each '?' there, as an escaped literal
-// (mysql_real_escape_string for text, X'..' for bytes, digits for numbers). The only raw SQL
-// ever put at a '?' is kNowMicros, a constant of this engine.
+// Statements with parameters are server-side prepared statements over the binary protocol:
+// the engine's SQL (sql/statements.sql) is embedded with PARAMS=question
+// (cmake/EmbedSql.cmake), each :name a '?', and the values go to the server apart from the
+// SQL (mysql_stmt_bind_param), never spliced into its text. Each statement is prepared once
+// per connection and kept until the connection closes. Statements without values (START
+// TRANSACTION, COMMIT, the migration scripts, a statement without parameters) go over the text
+// protocol as written.
 //
 // Every session runs with time_zone '+00:00', READ COMMITTED, strict SQL mode and autocommit;
 // see docs/mariadb.md.
@@ -15,22 +17,19 @@
 
 #include <mysql.h>
 
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "readpast/error.hpp"
 
 namespace readpast::detail::mariadb {
-
-// The database's clock, in microseconds since the Unix epoch: the value every :now is bound
-// to, so that times come from the server and never from the client's clock.
-inline constexpr std::string_view kNowMicros = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)";
 
 struct Settings {
   std::string host;
@@ -45,50 +44,50 @@ struct Settings {
 };
 
 // Values for the parameters of one statement, numbered from 1 (the constants EmbedSql
-// generates), each kept as the SQL literal it becomes.
+// generates). Text goes to the server in the connection's character set (utf8mb4); bytes as
+// a binary string, which the server never checks against a character set.
 class Params {
  public:
-  Params(MYSQL* handle, int count) : handle_(handle), literals_(static_cast<std::size_t>(count)) {}
+  explicit Params(int count) : values_(static_cast<std::size_t>(count)) {}
   Params& set(int n, std::int64_t value);
   Params& set(int n, int value) { return set(n, static_cast<std::int64_t>(value)); }
   Params& set(int n, double value);
-  Params& set(int n, std::string_view text);  // a quoted, escaped string
+  Params& set(int n, std::string_view text);
   Params& set(int n, const char* text) { return set(n, std::string_view(text)); }
   Params& set(int n, const std::string& text) { return set(n, std::string_view(text)); }
-  Params& set_bytes(int n, std::string_view bytes);  // X'...' (the empty string: '')
+  Params& set_bytes(int n, std::string_view bytes);
   Params& set_null(int n);
-  Params& set_now(int n) { return set_raw(n, kNowMicros); }
-  // The server's clock plus `micros`.
-  Params& set_now_plus(int n, std::int64_t micros) {
-    return set_raw(n, std::string(kNowMicros) + " + " + std::to_string(micros));
-  }
   template <class T>
   Params& set_optional(int n, const std::optional<T>& value) {
     return value ? set(n, *value) : set_null(n);
   }
 
-  // The statement text with every '?' (outside quotes) replaced by the literal of the
-  // parameter positions[i] names. Every parameter must have been set.
-  std::string render(std::string_view text, std::span<const int> positions) const;
-
  private:
-  Params& set_raw(int n, std::string_view sql);
-  std::string& at(int n) { return literals_.at(static_cast<std::size_t>(n - 1)); }
+  friend class Connection;
+  struct Unset {};
+  struct Null {};
+  struct Text {
+    std::string value;
+  };
+  struct Bytes {
+    std::string value;
+  };
+  using Value = std::variant<Unset, Null, std::int64_t, double, Text, Bytes>;
+  Value& at(int n) { return values_.at(static_cast<std::size_t>(n - 1)); }
 
-  MYSQL* handle_;
-  std::vector<std::string> literals_;
+  std::vector<Value> values_;
 };
 
-// The rows of one result, kept whole (mysql_store_result).
+// The rows of one result, read whole and owned (the connection's buffers are freed at once).
+// Every cell is its text as MariaDB prints it (a number as digits), or the column's bytes.
 class Rows {
  public:
   Rows() = default;
+  // A text-protocol result (mysql_store_result); null: no result.
   explicit Rows(MYSQL_RES* result);
-  Rows(Rows&&) noexcept = default;
-  Rows& operator=(Rows&&) noexcept = default;
 
-  std::size_t size() const noexcept { return rows_.size(); }
-  bool empty() const noexcept { return rows_.empty(); }
+  std::size_t size() const noexcept { return columns_ == 0 ? 0 : cells_.size() / columns_; }
+  bool empty() const noexcept { return cells_.empty(); }
   bool is_null(std::size_t row, std::size_t column) const;
   std::string_view text(std::size_t row, std::size_t column) const;
   std::int64_t int64(std::size_t row, std::size_t column) const;  // NULL reads as 0
@@ -96,54 +95,76 @@ class Rows {
   std::optional<std::string> optional_text(std::size_t row, std::size_t column) const;
 
  private:
-  struct Free {
-    void operator()(MYSQL_RES* result) const noexcept { mysql_free_result(result); }
-  };
-  std::unique_ptr<MYSQL_RES, Free> result_;
-  struct Cell {
-    const char* data;  // nullptr: NULL
-    std::size_t size;
-  };
-  std::vector<std::vector<Cell>> rows_;
+  friend class Connection;
+  const std::optional<std::string>& cell(std::size_t row, std::size_t column) const;
+
+  std::size_t columns_ = 0;
+  std::vector<std::optional<std::string>> cells_;  // row by row; nullopt: NULL
 };
 
 class Connection {
+  // Only open() makes a Connection (make_unique needs a public constructor).
+  struct Key {
+    explicit Key() = default;
+  };
+
  public:
   // Connects and sets the session up. kUnavailable (with the redacted URL and the server's
   // reason) when the server cannot be reached or refuses the login.
   static Result<std::unique_ptr<Connection>> open(const Settings& settings);
-  ~Connection();
+  struct CloseHandle {
+    void operator()(MYSQL* handle) const noexcept { mysql_close(handle); }
+  };
+  using Handle = std::unique_ptr<MYSQL, CloseHandle>;
+  Connection(Key, Handle handle) : handle_(std::move(handle)) {}
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  MYSQL* handle() const noexcept { return handle_; }
-
-  // Runs one statement (or, with multi = true, a script of several); returns its rows (none
-  // for a statement without a result).
+  // Runs one statement (or, with multi = true, a script of several) given as text, over the
+  // text protocol: only for SQL that carries no values. Returns its rows (none for a
+  // statement without a result).
   Result<Rows> query(std::string_view sql, bool multi = false);
-  // The statement Q (an EmbedSql struct) with `params`.
+  // The statement Q (an EmbedSql struct) with `params`, prepared on first use.
   template <class Q>
   Result<Rows> run(const Params& params) {
-    return query(params.render(Q::text, Q::positions));
+    return execute(Q::text, params, Q::positions);
   }
   template <class Q>
   Params params() {
-    return Params(handle_, Q::param_count);
+    return Params(Q::param_count);
   }
 
   // Of the last statement: rows it matched (CLIENT_FOUND_ROWS), the id it inserted.
-  std::uint64_t affected_rows() const noexcept;
-  std::uint64_t insert_id() const noexcept;
+  std::uint64_t affected_rows() const noexcept { return affected_rows_; }
+  std::uint64_t insert_id() const noexcept { return insert_id_; }
   // The MariaDB error number of the last failure (0: none).
   unsigned last_errno() const noexcept { return last_errno_; }
   // The connection is gone (lost, or the server went away) and must not be reused.
   bool broken() const noexcept { return broken_; }
 
  private:
-  explicit Connection(MYSQL* handle) : handle_(handle) {}
-  Error error(std::string_view what);
+  struct CloseStatement {
+    void operator()(MYSQL_STMT* statement) const noexcept { mysql_stmt_close(statement); }
+  };
+  using Statement = std::unique_ptr<MYSQL_STMT, CloseStatement>;
 
-  MYSQL* handle_;
+  // `text`'s prepared statement: the cached one, or prepared now. Keyed by the address of the
+  // embedded text, which is unique per statement and lives as long as the program.
+  Result<MYSQL_STMT*> prepared(const char* text);
+  Result<Rows> execute(const char* text, const Params& params, std::span<const int> positions);
+  // The rows of the executed `statement`, read whole.
+  Result<Rows> fetch(MYSQL_STMT* statement);
+  Error error(unsigned number, const char* message);
+  Error error() { return error(mysql_errno(handle_.get()), mysql_error(handle_.get())); }
+  Error error(MYSQL_STMT* statement) {
+    return error(mysql_stmt_errno(statement), mysql_stmt_error(statement));
+  }
+
+  Handle handle_;
+  // After handle_, so that the statements are closed before the connection.
+  std::unordered_map<const char*, Statement> statements_;
+  std::uint64_t affected_rows_ = 0;
+  std::uint64_t insert_id_ = 0;
   unsigned last_errno_ = 0;
   bool broken_ = false;
 };
