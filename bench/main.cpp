@@ -1,7 +1,8 @@
-// readpast_bench — throughput and latency of readpast on SQLite and PostgreSQL, each number
-// beside the raw-SQL ceiling of the same job lifecycle measured in the same run.
+// readpast_bench — throughput and latency of readpast on SQLite, PostgreSQL and MariaDB, each
+// number beside the raw-SQL ceiling of the same job lifecycle measured in the same run.
 //
 //   readpast_bench run --engine postgres --pg-url URL [options]   the suites; JSON lines out
+//   readpast_bench run --engine mariadb --mariadb-url URL [options]   (mariadb builds)
 //   readpast_bench run --engine sqlite [--sqlite-dir DIR] [options]
 //   readpast_bench harness [enqueue] [drain] [latency]   one system of the peer harness
 //
@@ -21,6 +22,10 @@
 #include "pg_client.hpp"
 #include "readpast/version.hpp"
 #include "suites.hpp"
+
+#if READPAST_BENCH_MARIADB
+#include "mariadb_parts.hpp"
+#endif
 
 namespace readpast::bench {
 namespace {
@@ -66,6 +71,10 @@ json meta_line(const Settings& settings, const std::vector<std::string>& suites)
       pg_settings[name] = c.scalar(std::string("SELECT current_setting('") + name + "')");
     }
     meta["postgres_settings"] = pg_settings;
+  } else if (settings.target.engine == EngineKind::kMariadb) {
+#if READPAST_BENCH_MARIADB
+    meta.update(mariadb_meta(settings.target));
+#endif
   } else {
     meta["sqlite"] = sqlite3_libversion();
     meta["sqlite_synchronous"] = settings.target.sqlite_synchronous;
@@ -149,12 +158,15 @@ int main(int argc, char** argv) {
   std::string out;
   bool quick = false;
   auto* run = app.add_subcommand("run", "Run benchmark suites; JSON lines on stdout or --out");
-  run->add_option("--engine", engine, "sqlite or postgres")
-      ->check(CLI::IsMember({"sqlite", "postgres"}));
+  run->add_option("--engine", engine, "sqlite, postgres or mariadb")
+      ->check(CLI::IsMember({"sqlite", "postgres", "mariadb"}));
   run->add_option("--pg-url", settings.target.pg_url, "PostgreSQL URL (with --engine postgres)");
   run->add_option("--readpast-pg-url", settings.target.readpast_pg_url,
                   "readpast's own URL of the same database (e.g. with ?pool_mode=transaction, "
                   "or through PgBouncer); default: --pg-url");
+  run->add_option("--mariadb-url", settings.target.mariadb_url,
+                  "MariaDB URL, mariadb://USER[:PASSWORD]@HOST[:PORT]/DATABASE (with --engine "
+                  "mariadb; both subjects use it)");
   run->add_option("--sqlite-synchronous", settings.target.sqlite_synchronous,
                   "full (readpast's default) or normal, for both subjects")
       ->check(CLI::IsMember({"full", "normal"}))
@@ -175,8 +187,8 @@ int main(int argc, char** argv) {
   run->add_option("--n-batch", settings.n_batch, "jobs enqueued in batches")->capture_default_str();
   run->add_option("--enqueue-batches", enqueue_batches_text)->capture_default_str();
   run->add_option("--drain-shapes", shapes_text,
-                  "PROCESSESxTHREADS list (default postgres 1x1,1x4,1x8,1x16; sqlite the same "
-                  "and 4x1)");
+                  "PROCESSESxTHREADS list (default postgres and mariadb 1x1,1x4,1x8,1x16; sqlite "
+                  "the same and 4x1)");
   run->add_option("--drain-batches", batches_text, "lease batch sizes")->capture_default_str();
   run->add_option("--drain-n-small", settings.drain_n_small, "jobs per drain, batches < 100")
       ->capture_default_str();
@@ -207,6 +219,7 @@ int main(int argc, char** argv) {
   child->add_option("--engine", engine);
   child->add_option("--pg-url", settings.target.pg_url);
   child->add_option("--readpast-pg-url", settings.target.readpast_pg_url);
+  child->add_option("--mariadb-url", settings.target.mariadb_url);
   child->add_option("--sqlite-dir", settings.target.sqlite_dir);
   child->add_option("--sqlite-synchronous", settings.target.sqlite_synchronous);
   child->add_option("--sqlite-cache-mib", settings.target.sqlite_cache_mib);
@@ -224,7 +237,13 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    settings.target.engine = engine == "postgres" ? EngineKind::kPostgres : EngineKind::kSqlite;
+    settings.target.engine = engine == "postgres"  ? EngineKind::kPostgres
+                             : engine == "mariadb" ? EngineKind::kMariadb
+                                                   : EngineKind::kSqlite;
+    if (settings.target.engine == EngineKind::kMariadb && !kHaveMariadb) {
+      std::cerr << "readpast_bench: built without the mariadb engine (READPAST_ENGINES)\n";
+      return 2;
+    }
     if (*harness) return harness_main(harness_parts);
     if (*child) {
       auto subject =
@@ -234,6 +253,10 @@ int main(int argc, char** argv) {
 
     if (settings.target.engine == EngineKind::kPostgres && settings.target.pg_url.empty()) {
       std::cerr << "readpast_bench: --engine postgres needs --pg-url\n";
+      return 2;
+    }
+    if (settings.target.engine == EngineKind::kMariadb && settings.target.mariadb_url.empty()) {
+      std::cerr << "readpast_bench: --engine mariadb needs --mariadb-url\n";
       return 2;
     }
     bool temporary_dir = false;
@@ -265,8 +288,8 @@ int main(int argc, char** argv) {
     settings.depths = parse_list(depths_text);
     settings.depth_batches = parse_list(depth_batches_text);
     if (shapes_text.empty()) {
-      shapes_text = settings.target.engine == EngineKind::kPostgres ? "1x1,1x4,1x8,1x16"
-                                                                    : "1x1,1x4,1x8,1x16,4x1";
+      shapes_text = settings.target.engine == EngineKind::kSqlite ? "1x1,1x4,1x8,1x16,4x1"
+                                                                  : "1x1,1x4,1x8,1x16";
     }
     settings.drain_shapes = parse_shapes(shapes_text);
     if (quick) {
@@ -295,6 +318,9 @@ int main(int argc, char** argv) {
         settings.child_args.insert(settings.child_args.end(),
                                    {"--readpast-pg-url", settings.target.readpast_pg_url});
       }
+    } else if (settings.target.engine == EngineKind::kMariadb) {
+      settings.child_args.insert(settings.child_args.end(),
+                                 {"--mariadb-url", settings.target.mariadb_url});
     } else {
       settings.child_args.insert(
           settings.child_args.end(),

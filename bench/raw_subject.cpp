@@ -2,7 +2,8 @@
 // statements prepared once per connection. On PostgreSQL the table and statements are the
 // peer harness' sql-reference (sql/schema.sql, lease100.sql), except that the payload is
 // bytea (like readpast's; the harness' jsonb would cost the ceiling a parse) and the lease
-// returns the payload (a worker needs it; the harness returns ids only).
+// returns the payload (a worker needs it; the harness returns ids only). MariaDB's ceiling is
+// in raw_mariadb_subject.cpp.
 #include <poll.h>
 #include <unistd.h>
 
@@ -14,42 +15,16 @@
 
 #include "common.hpp"
 #include "pg_client.hpp"
+#include "run_threads.hpp"
 #include "sqlite_client.hpp"
 #include "subject.hpp"
 
+#if READPAST_BENCH_MARIADB
+#include "mariadb_parts.hpp"
+#endif
+
 namespace readpast::bench {
 namespace {
-
-// Runs setup.threads threads of body(thread index, counts) and sums their counts; the
-// first exception of any thread is rethrown after all have stopped.
-template <class Body>
-WorkerCounts run_threads(const WorkerSetup& setup, Body&& body) {
-  std::vector<WorkerCounts> counts(static_cast<std::size_t>(setup.threads));
-  std::mutex mu;
-  std::exception_ptr error;
-  {
-    std::vector<std::jthread> threads;
-    for (int t = 0; t < setup.threads; ++t) {
-      threads.emplace_back([&, t] {
-        try {
-          body(t, counts[static_cast<std::size_t>(t)]);
-        } catch (...) {
-          std::lock_guard lock(mu);
-          if (!error) error = std::current_exception();
-        }
-      });
-    }
-  }
-  if (error) std::rethrow_exception(error);
-  WorkerCounts total;
-  for (const auto& c : counts) {
-    total.completed += c.completed;
-    total.leases += c.leases;
-    total.empty_leases += c.empty_leases;
-    total.retries += c.retries;
-  }
-  return total;
-}
 
 // ---- PostgreSQL ------------------------------------------------------------------------
 
@@ -455,8 +430,18 @@ class RawSqliteSubject final : public Subject {
 }  // namespace
 
 std::unique_ptr<Subject> make_raw_subject(const Target& target, int threads) {
-  if (target.engine == EngineKind::kPostgres)
-    return std::make_unique<RawPgSubject>(target, threads);
+  switch (target.engine) {
+    case EngineKind::kPostgres:
+      return std::make_unique<RawPgSubject>(target, threads);
+    case EngineKind::kMariadb:
+#if READPAST_BENCH_MARIADB
+      return make_raw_mariadb_subject(target, threads);
+#else
+      fail("readpast_bench was built without the mariadb engine");
+#endif
+    case EngineKind::kSqlite:
+      break;
+  }
   return std::make_unique<RawSqliteSubject>(target);
 }
 

@@ -12,6 +12,10 @@
 #include "sqlite_client.hpp"
 #include "subject.hpp"
 
+#if READPAST_BENCH_MARIADB
+#include "mariadb_parts.hpp"
+#endif
+
 namespace readpast::bench {
 
 // The worker of the benchmarks, over the public Queue API: setup.threads threads, each
@@ -99,16 +103,93 @@ T must(Result<T> result, const char* what) {
   return std::move(*result);
 }
 
-std::string sqlite_prefill_sql(std::int64_t from, std::int64_t to, std::int64_t now_us) {
-  const std::string now = std::to_string(now_us);
-  return "WITH RECURSIVE s(i) AS (SELECT " + std::to_string(from) +
-         " UNION ALL SELECT i + 1 FROM s WHERE i < " + std::to_string(to) +
-         ") INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempts, "
-         "enqueued_at, payload) SELECT '" +
-         std::string(kQueue) + "', 'available', 100, " + now + ", 0, 25, " + now +
-         ", CAST('{\"seq\":' || i || ',\"user_id\":' || (100000 + i % 900000) || "
-         "',\"action\":\"send_welcome_email\",\"email\":\"user' || (100000 + i % 900000) || "
-         "'@example.com\",\"locale\":\"en-GB\"}' AS BLOB) FROM s";
+// readpast's tables on PostgreSQL, through a connection of the benchmark's own.
+class PgTables final : public ReadpastTables {
+ public:
+  explicit PgTables(const std::string& url) : pg_(url) {}
+  void reset() override { pg_.exec("TRUNCATE readpast.jobs"); }
+  void prefill(std::int64_t n) override {
+    constexpr std::int64_t kChunk = 1'000'000;
+    for (std::int64_t from = 1; from <= n; from += kChunk) {
+      // Into the table readpast's SQL interface documents: rows inserted by plain SQL are
+      // ordinary jobs.
+      pg_.exec(pg_prefill_sql("readpast.jobs", from, std::min(n, from + kChunk - 1)));
+    }
+  }
+  void settle() override {
+    pg_.exec("VACUUM ANALYZE readpast.jobs");
+    pg_.exec("CHECKPOINT");
+  }
+  std::int64_t unfinished() override {
+    return pg_.scalar_int(
+        "SELECT count(*) FROM readpast.jobs WHERE state IN ('available', 'running')");
+  }
+
+ private:
+  PgConn pg_;
+};
+
+// readpast's tables in its SQLite file.
+class SqliteTables final : public ReadpastTables {
+ public:
+  SqliteTables(const std::string& path, const std::string& synchronous) : db_(path, synchronous) {}
+  void reset() override { db_.exec("DELETE FROM readpast_jobs"); }
+  void prefill(std::int64_t n) override {
+    constexpr std::int64_t kChunk = 1'000'000;
+    for (std::int64_t from = 1; from <= n; from += kChunk) {
+      db_.exec(prefill_sql(from, std::min(n, from + kChunk - 1), wall_micros() - 1000));
+    }
+  }
+  void settle() override { db_.exec("PRAGMA wal_checkpoint(TRUNCATE)"); }
+  std::int64_t unfinished() override {
+    return db_.scalar_int(
+        "SELECT count(*) FROM readpast_jobs WHERE state IN ('available', 'running')");
+  }
+
+ private:
+  static std::string prefill_sql(std::int64_t from, std::int64_t to, std::int64_t now_us) {
+    const std::string now = std::to_string(now_us);
+    return "WITH RECURSIVE s(i) AS (SELECT " + std::to_string(from) +
+           " UNION ALL SELECT i + 1 FROM s WHERE i < " + std::to_string(to) +
+           ") INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempts, "
+           "enqueued_at, payload) SELECT '" +
+           std::string(kQueue) + "', 'available', 100, " + now + ", 0, 25, " + now +
+           ", CAST('{\"seq\":' || i || ',\"user_id\":' || (100000 + i % 900000) || "
+           "',\"action\":\"send_welcome_email\",\"email\":\"user' || (100000 + i % 900000) || "
+           "'@example.com\",\"locale\":\"en-GB\"}' AS BLOB) FROM s";
+  }
+  SqliteDb db_;
+};
+
+std::unique_ptr<ReadpastTables> make_tables(const Target& target) {
+  switch (target.engine) {
+    case EngineKind::kPostgres:
+      return std::make_unique<PgTables>(target.pg_url);
+    case EngineKind::kMariadb:
+#if READPAST_BENCH_MARIADB
+      return make_mariadb_readpast_tables(target);
+#else
+      fail("readpast_bench was built without the mariadb engine");
+#endif
+    case EngineKind::kSqlite:
+      break;
+  }
+  return std::make_unique<SqliteTables>(target.sqlite_dir + "/readpast.db",
+                                        target.sqlite_synchronous);
+}
+
+std::string readpast_url(const Target& target) {
+  switch (target.engine) {
+    case EngineKind::kPostgres:
+      return target.readpast_pg_url.empty() ? target.pg_url : target.readpast_pg_url;
+    case EngineKind::kMariadb:
+      return target.mariadb_url;
+    case EngineKind::kSqlite:
+      break;
+  }
+  return "sqlite:" + target.sqlite_dir + "/readpast.db?synchronous=" + target.sqlite_synchronous +
+         (target.sqlite_cache_mib > 0 ? "&cache_mib=" + std::to_string(target.sqlite_cache_mib)
+                                      : "");
 }
 
 NewJob new_job(std::string_view payload) {
@@ -121,22 +202,10 @@ NewJob new_job(std::string_view payload) {
 class ReadpastSubject final : public Subject {
  public:
   ReadpastSubject(const Target& target, QueueOptions options)
-      : target_(target), retention_zero_(options.retention.succeeded == Duration::zero()) {
+      : retention_zero_(options.retention.succeeded == Duration::zero()) {
     options.init_schema = true;
-    const std::string url =
-        target.engine == EngineKind::kPostgres
-            ? (target.readpast_pg_url.empty() ? target.pg_url : target.readpast_pg_url)
-            : "sqlite:" + target.sqlite_dir +
-                  "/readpast.db?synchronous=" + target.sqlite_synchronous +
-                  (target.sqlite_cache_mib > 0
-                       ? "&cache_mib=" + std::to_string(target.sqlite_cache_mib)
-                       : "");
-    queue_.emplace(must(Queue::open(url, std::move(options)), "open"));
-    if (target.engine == EngineKind::kPostgres) {
-      pg_.emplace(target.pg_url);
-    } else {
-      sqlite_.emplace(target.sqlite_dir + "/readpast.db", target.sqlite_synchronous);
-    }
+    queue_.emplace(must(Queue::open(readpast_url(target), std::move(options)), "open"));
+    tables_ = make_tables(target);
   }
 
   std::string system() const override { return "readpast"; }
@@ -147,45 +216,10 @@ class ReadpastSubject final : public Subject {
            (retention_zero_ ? "0 (completed jobs deleted)" : "24h (completed jobs kept)");
   }
 
-  void reset() override {
-    if (pg_) {
-      pg_->exec("TRUNCATE readpast.jobs");
-    } else {
-      sqlite_->exec("DELETE FROM readpast_jobs");
-    }
-  }
-
-  void prefill(std::int64_t n) override {
-    constexpr std::int64_t kChunk = 1'000'000;
-    for (std::int64_t from = 1; from <= n; from += kChunk) {
-      const std::int64_t to = std::min(n, from + kChunk - 1);
-      if (pg_) {
-        // Into the table readpast's SQL interface documents: rows inserted by plain SQL
-        // are ordinary jobs.
-        pg_->exec(pg_prefill_sql("readpast.jobs", from, to));
-      } else {
-        sqlite_->exec(sqlite_prefill_sql(from, to, wall_micros() - 1000));
-      }
-    }
-  }
-
-  void settle() override {
-    if (pg_) {
-      pg_->exec("VACUUM ANALYZE readpast.jobs");
-      pg_->exec("CHECKPOINT");
-    } else {
-      sqlite_->exec("PRAGMA wal_checkpoint(TRUNCATE)");
-    }
-  }
-
-  std::int64_t unfinished() override {
-    if (pg_) {
-      return pg_->scalar_int(
-          "SELECT count(*) FROM readpast.jobs WHERE state IN ('available', 'running')");
-    }
-    return sqlite_->scalar_int(
-        "SELECT count(*) FROM readpast_jobs WHERE state IN ('available', 'running')");
-  }
+  void reset() override { tables_->reset(); }
+  void prefill(std::int64_t n) override { tables_->prefill(n); }
+  void settle() override { tables_->settle(); }
+  std::int64_t unfinished() override { return tables_->unfinished(); }
 
   void enqueue(std::string_view payload) override {
     must(queue_->enqueue(new_job(payload)), "enqueue");
@@ -218,11 +252,9 @@ class ReadpastSubject final : public Subject {
   }
 
  private:
-  const Target target_;
   const bool retention_zero_;
   std::optional<Queue> queue_;
-  std::optional<PgConn> pg_;        // administration, PostgreSQL
-  std::optional<SqliteDb> sqlite_;  // administration, SQLite
+  std::unique_ptr<ReadpastTables> tables_;  // administration, outside every timer
 };
 
 }  // namespace

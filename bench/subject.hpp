@@ -26,10 +26,18 @@
 
 namespace readpast::bench {
 
-enum class EngineKind { kPostgres, kSqlite };
+enum class EngineKind { kPostgres, kSqlite, kMariadb };
 
-// Where the subjects live. A PostgreSQL run uses one database for both (readpast's schema
-// and the raw table's); a SQLite run uses two files in one directory.
+// Whether this build has the MariaDB parts (mariadb_parts.hpp): the mariadb engine is in
+// READPAST_ENGINES.
+#if READPAST_BENCH_MARIADB
+inline constexpr bool kHaveMariadb = true;
+#else
+inline constexpr bool kHaveMariadb = false;
+#endif
+
+// Where the subjects live. A PostgreSQL or MariaDB run uses one database for both
+// (readpast's tables and the raw table); a SQLite run uses two files in one directory.
 struct Target {
   EngineKind engine = EngineKind::kSqlite;
   std::string pg_url;  // postgresql://...
@@ -37,14 +45,25 @@ struct Target {
   // ?pool_mode=transaction, or a pooler in between); empty: pg_url. Setup and the raw
   // subject always use pg_url.
   std::string readpast_pg_url;
-  std::string sqlite_dir;  // readpast.db and raw.db go here
+  std::string mariadb_url;  // mariadb://USER@HOST:PORT/DATABASE, for both subjects
+  std::string sqlite_dir;   // readpast.db and raw.db go here
   // SQLite's synchronous setting for both subjects: "full" (readpast's default: every
   // commit is synced to disk) or "normal" (WAL synced at checkpoints only; the numbers
   // then show CPU cost rather than the disk's flush latency).
   std::string sqlite_synchronous = "full";
   // readpast's page cache per SQLite connection (its URL's cache_mib); 0: readpast's default.
   int sqlite_cache_mib = 0;
-  std::string name() const { return engine == EngineKind::kPostgres ? "postgres" : "sqlite"; }
+  std::string name() const {
+    switch (engine) {
+      case EngineKind::kPostgres:
+        return "postgres";
+      case EngineKind::kMariadb:
+        return "mariadb";
+      case EngineKind::kSqlite:
+        break;
+    }
+    return "sqlite";
+  }
 };
 
 // The handler of a benchmark job: (id, payload). It runs on a worker thread.
@@ -54,7 +73,7 @@ struct WorkerSetup {
   int threads = 8;  // worker threads of this process ("workers")
   int batch = 1;    // max jobs per lease: the thread's free slots
   // Drain: a thread stops when a lease finds nothing. Otherwise it waits for work
-  // (LISTEN/NOTIFY on PostgreSQL) until stopped.
+  // (LISTEN/NOTIFY on PostgreSQL, polling on SQLite and MariaDB) until stopped.
   bool until_empty = true;
   std::chrono::milliseconds idle_wait{1000};
   // Called once per completed batch with its size (progress display).
@@ -73,7 +92,7 @@ class Subject {
  public:
   virtual ~Subject() = default;
 
-  // "readpast" or "raw-sql" / "raw-sqlite".
+  // "readpast" or "raw-sql" / "raw-sqlite" / "raw-mariadb".
   virtual std::string system() const = 0;
   // What it runs, for the JSON lines: the statements or API calls.
   virtual std::string describe() const = 0;
@@ -82,7 +101,8 @@ class Subject {
   virtual void reset() = 0;                  // no jobs at all
   virtual void prefill(std::int64_t n) = 0;  // n available jobs, payload(i)
   // PostgreSQL: VACUUM ANALYZE the jobs table and CHECKPOINT, as the peer harness does
-  // before each timed part. SQLite: a TRUNCATE checkpoint of the WAL.
+  // before each timed part. SQLite: a TRUNCATE checkpoint of the WAL. MariaDB: wait for
+  // InnoDB's purge, ANALYZE TABLE, and flush the table's dirty pages (mariadb_parts.hpp).
   virtual void settle() = 0;
   virtual std::int64_t unfinished() = 0;  // jobs available or running
 
@@ -119,6 +139,17 @@ class Subject {
     }
   };
   virtual Cycle lease_cycle(int max_jobs) = 0;
+};
+
+// What the readpast subject does to readpast's tables outside every timer, per engine: the
+// Subject methods of the same names.
+class ReadpastTables {
+ public:
+  virtual ~ReadpastTables() = default;
+  virtual void reset() = 0;
+  virtual void prefill(std::int64_t n) = 0;
+  virtual void settle() = 0;
+  virtual std::int64_t unfinished() = 0;
 };
 
 // readpast through readpast::Queue. `options` are the Queue's (retention.succeeded zero

@@ -11,6 +11,10 @@
 #include "pg_client.hpp"
 #include "sqlite_client.hpp"
 
+#if READPAST_BENCH_MARIADB
+#include "mariadb_parts.hpp"
+#endif
+
 namespace readpast::bench {
 namespace {
 
@@ -294,13 +298,21 @@ void run_latency(const Settings& settings, Reporter& reporter) {
       std::lock_guard lock(mu);
       p = percentiles(latencies_ms);
     }
-    const std::string options =
-        std::to_string(settings.latency_workers) +
-        " idle worker threads (lease max_jobs=1, woken by " +
-        (settings.target.engine == EngineKind::kPostgres ? "LISTEN/NOTIFY"
-                                                         : "polling PRAGMA data_version") +
-        "); producer in its own connection at " + std::to_string(settings.latency_rate) +
-        " jobs/s, open loop";
+    std::string woken_by = "polling PRAGMA data_version";
+    if (settings.target.engine == EngineKind::kPostgres) {
+      woken_by = "LISTEN/NOTIFY";
+    } else if (settings.target.engine == EngineKind::kMariadb) {
+      // No NOTIFY in MariaDB: both subjects poll.
+      woken_by = is_raw(*workers)
+                     ? "polling: one poller thread reads whether a job is due every 1 ms while a "
+                       "worker is idle, and wakes one"
+                     : "polling: each idle thread's wait_for_work reads whether a job is due, "
+                       "1 ms after it starts and then twice as long each time, up to 25 ms";
+    }
+    const std::string options = std::to_string(settings.latency_workers) +
+                                " idle worker threads (lease max_jobs=1, woken by " + woken_by +
+                                "); producer in its own connection at " +
+                                std::to_string(settings.latency_rate) + " jobs/s, open loop";
     // latency_p50 with the default 8 workers, latency_w1_p50 with one, and so on.
     const std::string prefix = settings.latency_workers == 8
                                    ? "latency_"
@@ -378,11 +390,18 @@ namespace {
 
 // Holds a snapshot open: PostgreSQL, a REPEATABLE READ transaction that has read a row (its
 // xmin holds back vacuum and the pruning of dead row versions everywhere in the database);
+// MariaDB, a REPEATABLE READ transaction WITH CONSISTENT SNAPSHOT that has read a row (its
+// read view stops InnoDB's purge of old row versions and delete-marked rows, in every table);
 // SQLite, a read transaction (its WAL read mark keeps checkpoints from completing).
 class SnapshotHolder {
  public:
   explicit SnapshotHolder(const Target& target) {
-    if (target.engine == EngineKind::kPostgres) {
+    if (target.engine == EngineKind::kMariadb) {
+#if READPAST_BENCH_MARIADB
+      mariadb_ = std::make_unique<MariadbSnapshot>(target);
+      xmin_ = mariadb_->id();
+#endif
+    } else if (target.engine == EngineKind::kPostgres) {
       pg_.emplace(target.pg_url);
       pg_->exec("BEGIN ISOLATION LEVEL REPEATABLE READ");
       pg_->scalar("SELECT count(*) FROM pg_class");
@@ -399,9 +418,22 @@ class SnapshotHolder {
     if (pg_) pg_->exec("COMMIT");
     for (auto& db : sqlite_) db->exec("COMMIT");
   }
-  const std::string& xmin() const { return xmin_; }
+  const std::string& xmin() const {
+    return xmin_;
+  }
+  // What holding it has cost so far, where the engine tells (MariaDB: InnoDB's history list
+  // length, the row versions purge could not remove); nullopt elsewhere.
+  std::optional<std::int64_t> backlog() {
+#if READPAST_BENCH_MARIADB
+    if (mariadb_) return mariadb_->history_length();
+#endif
+    return std::nullopt;
+  }
 
  private:
+#if READPAST_BENCH_MARIADB
+  std::unique_ptr<MariadbSnapshot> mariadb_;
+#endif
   std::optional<PgConn> pg_;
   std::vector<std::unique_ptr<SqliteDb>> sqlite_;
   std::string xmin_;
@@ -477,10 +509,12 @@ void run_snapshot(const Settings& settings, Reporter& reporter) {
     const auto baseline = phase("baseline", settings.snapshot_baseline_seconds);
     std::vector<double> held;
     std::string xmin;
+    std::optional<std::int64_t> backlog;
     {
       SnapshotHolder holder(settings.target);
       xmin = holder.xmin();
       held = phase("held", settings.snapshot_seconds);
+      backlog = holder.backlog();
     }
     producer_thread.request_stop();
     producer_thread.join();
@@ -500,6 +534,7 @@ void run_snapshot(const Settings& settings, Reporter& reporter) {
     line["min_window_jobs_per_s"] = held.empty() ? 0 : *std::min_element(held.begin(), held.end());
     line["held_s"] = settings.snapshot_seconds;
     line["snapshot_xmin"] = xmin;
+    if (backlog) line["history_list_length_at_end"] = *backlog;
     line["options"] = std::to_string(settings.snapshot_workers) + " workers, lease batch " +
                       std::to_string(settings.snapshot_batch) +
                       ", one producer keeping 20000 jobs waiting (batches of 100); value = median "
