@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole benchmark of docs/benchmarks.md, from nothing: installs what it needs (as root,
 # from Debian's packages), builds readpast_bench (Release), starts a throwaway PostgreSQL 15
-# with the peer harness' settings (pg_server.sh), runs every suite on PostgreSQL and on
-# SQLite, stops the server, and writes JSON lines, a summary and the plots.
+# with the peer harness' settings (pg_server.sh), runs every suite on PostgreSQL, on SQLite
+# and on a throwaway MariaDB with comparable settings (mariadb_server.sh), stops the servers,
+# and writes JSON lines, a summary and the plots.
 #
 #   bench/run.sh [OUT_DIR]          default OUT_DIR: bench-results/<UTC time>
 #
@@ -15,12 +16,12 @@
 #   BENCH_SNAPSHOT_BASELINE [60]  its baseline phase
 #   BENCH_SQLITE_SNAPSHOT_SECONDS [120]  the same on SQLite (a read transaction that keeps
 #                                 checkpoints from completing)
-#   BENCH_ENGINES ["postgres sqlite"]
+#   BENCH_ENGINES ["postgres sqlite mariadb"]
 #   BENCH_QUICK [0]               1: tiny sizes (a smoke run of this script)
-#   BENCH_PG_PORT [55434]  BENCH_BUILD_DIR [build-bench]
+#   BENCH_PG_PORT [55434]  BENCH_MARIADB_PORT [53306]  BENCH_BUILD_DIR [build-bench]
 #
-# Takes about two hours with the defaults (the PostgreSQL snapshot suite alone is 2 x 11
-# minutes). Check `uptime` first: the numbers are only as quiet as the machine.
+# Takes about three hours with the defaults (the PostgreSQL and MariaDB snapshot suites alone
+# are 2 x 11 minutes each). Check `uptime` first: the numbers are only as quiet as the machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -31,9 +32,10 @@ DEPTHS=${BENCH_DEPTHS:-10000,1000000}
 SNAPSHOT_SECONDS=${BENCH_SNAPSHOT_SECONDS:-600}
 SNAPSHOT_BASELINE=${BENCH_SNAPSHOT_BASELINE:-60}
 SQLITE_SNAPSHOT_SECONDS=${BENCH_SQLITE_SNAPSHOT_SECONDS:-120}
-ENGINES=${BENCH_ENGINES:-"postgres sqlite"}
+ENGINES=${BENCH_ENGINES:-"postgres sqlite mariadb"}
 QUICK=${BENCH_QUICK:-0}
 PORT=${BENCH_PG_PORT:-55434}
+MARIADB_PORT=${BENCH_MARIADB_PORT:-53306}
 BUILD=${BENCH_BUILD_DIR:-$ROOT/build-bench}
 mkdir -p "$OUT"
 say() { echo "[bench $(date -u +%H:%M:%S)] $*" >&2; }
@@ -54,10 +56,11 @@ BENCH=$BUILD/bench/readpast_bench
 
 # ---- PostgreSQL -------------------------------------------------------------------------
 PG_DIR=$(mktemp -d /tmp/readpast-bench-pg-XXXXXX)
-chmod 755 "$PG_DIR"  # the server runs as the postgres user when we are root
+chmod 755 "$PG_DIR"  # the servers run as the postgres and mysql users when we are root
 cleanup() {
   local rc=$?
   bench/pg_server.sh destroy "$PG_DIR/data" >/dev/null 2>&1 || true
+  bench/mariadb_server.sh destroy "$PG_DIR/mariadb" >/dev/null 2>&1 || true
   rm -rf "$PG_DIR"
   say "done (rc=$rc): $OUT"
 }
@@ -79,6 +82,10 @@ for engine in $ENGINES; do
     say "fresh PostgreSQL cluster in $PG_DIR/data on port $PORT"
     URL=$(bench/pg_server.sh start "$PG_DIR/data" "$PORT")
     target=(--engine postgres --pg-url "$URL")
+  elif [[ $engine == mariadb ]]; then
+    say "fresh MariaDB server in $PG_DIR/mariadb on port $MARIADB_PORT"
+    MARIADB_URL=$(bench/mariadb_server.sh start "$PG_DIR/mariadb" "$MARIADB_PORT")
+    target=(--engine mariadb --mariadb-url "$MARIADB_URL")
   else
     target=(--engine sqlite --sqlite-dir "$PG_DIR/sqlite")
   fi
@@ -96,6 +103,16 @@ for engine in $ENGINES; do
   if [[ $engine == postgres ]]; then
     PGOPTIONS="-c synchronous_commit=off" "$BENCH" run "${target[@]}" "${common[@]}" \
       --suites depth --depths "$DEPTHS" --out "$OUT/$engine-depth.jsonl"
+  elif [[ $engine == mariadb ]]; then
+    # MariaDB has no per-session synchronous_commit: the server's setting, for this suite
+    # only (2: the redo log written at every commit, flushed about once a second).
+    mariadb_set() {
+      mariadb --no-defaults -h 127.0.0.1 -P "$MARIADB_PORT" -u bench -e "SET GLOBAL $1"
+    }
+    mariadb_set "innodb_flush_log_at_trx_commit = 2"
+    "$BENCH" run "${target[@]}" "${common[@]}" --suites depth --depths "$DEPTHS" \
+      --out "$OUT/$engine-depth.jsonl"
+    mariadb_set "innodb_flush_log_at_trx_commit = 1"
   else
     "$BENCH" run "${target[@]}" "${common[@]}" --suites depth --depths "$DEPTHS" \
       --sqlite-synchronous normal --out "$OUT/$engine-depth.jsonl"
@@ -114,6 +131,7 @@ for engine in $ENGINES; do
     --snapshot-seconds "$held" --snapshot-baseline-seconds "$SNAPSHOT_BASELINE" \
     --out "$OUT/$engine-snapshot.jsonl"
   if [[ $engine == postgres ]]; then bench/pg_server.sh stop "$PG_DIR/data"; fi
+  if [[ $engine == mariadb ]]; then bench/mariadb_server.sh stop "$PG_DIR/mariadb"; fi
 done
 
 PEERS=${BENCH_PEERS_DIR:-}  # a bench/peers/run.sh result directory, for the plot and targets

@@ -96,7 +96,7 @@ def peers_best(peer_rows, metrics_prefix="drain_"):
 
 def targets(rows, peer_rows):
     g = group(rows)
-    pg, sq = "postgres", "sqlite"
+    pg, sq, mdb = "postgres", "sqlite", "mariadb"
     lines = ["| target | measured | met? |", "|---|---|---|"]
 
     def row(name, measured, ok):
@@ -123,7 +123,7 @@ def targets(rows, peer_rows):
     p50, p99 = value(g, pg, "latency_p50", "readpast"), value(g, pg, "latency_p99", "readpast")
     row("PostgreSQL add → start p50 ≤ 1 ms", f"{fmt(p50, 'ms')} ms", None if p50 is None else p50 <= 1)
     row("PostgreSQL add → start p99 ≤ 2 ms", f"{fmt(p99, 'ms')} ms", None if p99 is None else p99 <= 2)
-    for engine in (pg, sq):
+    for engine in (pg, sq, mdb):
         depth_rows = [r for r in rows if r.get("engine") == engine and r.get("system") == "readpast"
                       and r.get("metric", "").startswith("lease_us_depth")]
         # Deepest against shallowest within one file (one run): depths from different runs
@@ -137,7 +137,7 @@ def targets(rows, peer_rows):
                 ratio = rs[-1]["value"] / rs[0]["value"]
                 row(f"{engine} lease(max_jobs={b}) at {rs[-1]['depth']:,} jobs within 1.5× of {rs[0]['depth']:,}",
                     f"{fmt(rs[0]['value'], 'us')} → {fmt(rs[-1]['value'], 'us')} µs: {ratio:.2f}×", ratio <= 1.5)
-    for engine in (pg, sq):
+    for engine in (pg, sq, mdb):
         ratio = value(g, engine, "snapshot_held_ratio", "readpast")
         if ratio is not None:
             row(f"{engine}: throughput with a snapshot held ≥ 50% of normal", f"{ratio * 100:.0f}%", ratio >= 0.5)
@@ -202,7 +202,8 @@ def main():
     peer_rows = load(sorted(glob.glob(os.path.join(args.peers, "*.jsonl")))) if args.peers else []
     metas = [r for r in rows if r.get("system") == "_meta"]
     for m in metas[:2]:
-        print(f"<!-- {m.get('_file')}: {m.get('postgres') or 'sqlite ' + str(m.get('sqlite'))}; "
+        server = m.get("postgres") or (m.get("mariadb") and "MariaDB " + m["mariadb"])
+        print(f"<!-- {m.get('_file')}: {server or 'sqlite ' + str(m.get('sqlite'))}; "
               f"load at start {m.get('loadavg_at_start')} -->")
     print("## Results\n")
     print(table(rows))
