@@ -157,6 +157,37 @@ UPDATE readpast_jobs SET run_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNE
     lease_expires_at = NULL, state = 'available'
   WHERE id = :id AND state = 'running' AND lease_token = :token;
 
+-- The same four settling calls for a batch of leases, each in one statement: :refs is a JSON
+-- array of [id, token] pairs joined to the jobs by primary key (STRAIGHT_JOIN, as in
+-- lease_take_many), each job changed only while it is running under its token. The engine
+-- runs them in a transaction and keeps the result only when every ref matched; otherwise it
+-- rolls back and settles the refs one by one, to tell which were refused.
+
+-- name: complete_many
+UPDATE JSON_TABLE(:refs, '$[*]' COLUMNS (id BIGINT PATH '$[0]', token CHAR(32) PATH '$[1]')) l
+  STRAIGHT_JOIN readpast_jobs j ON j.id = l.id
+  SET j.finished_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED), j.lease_expires_at = NULL, j.state = 'succeeded'
+  WHERE j.state = 'running' AND j.lease_token = l.token;
+
+-- name: complete_delete_many
+DELETE j
+  FROM JSON_TABLE(:refs, '$[*]' COLUMNS (id BIGINT PATH '$[0]', token CHAR(32) PATH '$[1]')) l
+  STRAIGHT_JOIN readpast_jobs j ON j.id = l.id
+  WHERE j.state = 'running' AND j.lease_token = l.token;
+
+-- name: extend_many
+UPDATE JSON_TABLE(:refs, '$[*]' COLUMNS (id BIGINT PATH '$[0]', token CHAR(32) PATH '$[1]')) l
+  STRAIGHT_JOIN readpast_jobs j ON j.id = l.id
+  SET j.lease_expires_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) + :lease_duration
+  WHERE j.state = 'running' AND j.lease_token = l.token;
+
+-- name: release_many
+UPDATE JSON_TABLE(:refs, '$[*]' COLUMNS (id BIGINT PATH '$[0]', token CHAR(32) PATH '$[1]')) l
+  STRAIGHT_JOIN readpast_jobs j ON j.id = l.id
+  SET j.run_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) + :delay, j.attempts = GREATEST(j.attempts - 1, 0),
+      j.lease_expires_at = NULL, j.state = 'available'
+  WHERE j.state = 'running' AND j.lease_token = l.token;
+
 -- name: cancel
 UPDATE readpast_jobs SET finished_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED),
     lease_expires_at = NULL, state = 'cancelled'
