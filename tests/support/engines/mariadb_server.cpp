@@ -22,6 +22,8 @@
 #include <system_error>
 #include <thread>
 
+#include "support/server_port.hpp"
+
 namespace readpast::test {
 namespace {
 
@@ -29,23 +31,6 @@ namespace fs = std::filesystem;
 
 void close_from(unsigned first) {
   ::syscall(SYS_close_range, first, ~0U, 0U);
-}
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "socket");
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    const int error = errno;
-    ::close(fd);
-    throw std::system_error(error, std::generic_category(), "bind to a free port");
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
 }
 
 std::string read_tail(const fs::path& file, std::size_t bytes) {
@@ -155,9 +140,9 @@ MariadbServer::MariadbServer() {
   if (rc != 0) {
     throw std::runtime_error("mariadb-install-db failed: " + read_tail(dir_ / "install.log", 2000));
   }
-  // A port can be taken between free_port() and the server's bind: try a few.
+  // A port can be taken between free_server_port() and the server's bind: try a few.
   for (int attempt = 0; attempt < 5 && !running(); ++attempt) {
-    port_ = free_port();
+    port_ = free_server_port();
     try {
       start();
     } catch (const std::runtime_error&) {

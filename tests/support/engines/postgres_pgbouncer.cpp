@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "support/engines/postgres_server.hpp"
+#include "support/server_port.hpp"
 
 namespace readpast::test {
 namespace {
@@ -58,7 +59,7 @@ PgBouncer::PgBouncer(int postgres_port, int server_pool_size, int max_clients) {
       throw std::system_error(errno, std::generic_category(), "chown " + dir_.path().string());
     }
   }
-  port_ = free_loopback_port();
+  port_ = free_server_port();
   const std::string config = dir_.file("pgbouncer.ini");
   {
     // Every database of the server, logged in as the client's user; trust, as the server's

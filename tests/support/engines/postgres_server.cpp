@@ -22,6 +22,8 @@
 #include <system_error>
 #include <thread>
 
+#include "support/server_port.hpp"
+
 namespace readpast::test {
 namespace {
 
@@ -74,24 +76,6 @@ struct PgResultCloser {
 };
 
 }  // namespace
-
-int free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "socket");
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof address;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    const int error = errno;
-    ::close(fd);
-    throw std::system_error(error, std::generic_category(), "bind to a free port");
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
 
 PostgresServer& PostgresServer::shared() {
   static PostgresServer server;
@@ -171,9 +155,9 @@ void PostgresServer::write_settings() {
 }
 
 void PostgresServer::start_on_free_port() {
-  // A port can be taken between free_loopback_port() and the server's bind: try a few.
+  // A port can be taken between free_server_port() and the server's bind: try a few.
   for (int attempt = 0; attempt < 5 && !running_; ++attempt) {
-    port_ = free_loopback_port();
+    port_ = free_server_port();
     try {
       start();
     } catch (const std::runtime_error&) {

@@ -30,9 +30,6 @@
 
 namespace readpast::test {
 
-// A TCP port of 127.0.0.1 that was free a moment ago (the kernel's pick).
-int free_loopback_port();
-
 class PostgresServer {
  public:
   // Creates and starts a server. Throws std::runtime_error (with the server's log) when
