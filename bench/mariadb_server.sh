@@ -26,7 +26,7 @@ set -euo pipefail
 
 cmd=${1:-}
 DATADIR=${2:-}
-PORT=${3:-53306}
+PORT=${3:-23306}
 MARIADBD=${MARIADBD:-/usr/sbin/mariadbd}
 OS_USER=${MARIADB_OS_USER:-mysql}
 [[ -n $cmd && -n $DATADIR ]] || { sed -n '2,24p' "$0" >&2; exit 2; }

@@ -18,7 +18,7 @@
 #                                 checkpoints from completing)
 #   BENCH_ENGINES ["postgres sqlite mariadb"]
 #   BENCH_QUICK [0]               1: tiny sizes (a smoke run of this script)
-#   BENCH_PG_PORT [55434]  BENCH_MARIADB_PORT [53306]  BENCH_BUILD_DIR [build-bench]
+#   BENCH_PG_PORT [55434]  BENCH_MARIADB_PORT [23306]  BENCH_BUILD_DIR [build-bench]
 #
 # Takes about three hours with the defaults (the PostgreSQL and MariaDB snapshot suites alone
 # are 2 x 11 minutes each). Check `uptime` first: the numbers are only as quiet as the machine.
@@ -35,7 +35,9 @@ SQLITE_SNAPSHOT_SECONDS=${BENCH_SQLITE_SNAPSHOT_SECONDS:-120}
 ENGINES=${BENCH_ENGINES:-"postgres sqlite mariadb"}
 QUICK=${BENCH_QUICK:-0}
 PORT=${BENCH_PG_PORT:-55434}
-MARIADB_PORT=${BENCH_MARIADB_PORT:-53306}
+# Below the kernel's ephemeral ports (32768-60999): a client socket or one in TIME-WAIT on
+# the port makes mariadbd fail to bind.
+MARIADB_PORT=${BENCH_MARIADB_PORT:-23306}
 BUILD=${BENCH_BUILD_DIR:-$ROOT/build-bench}
 mkdir -p "$OUT"
 say() { echo "[bench $(date -u +%H:%M:%S)] $*" >&2; }
