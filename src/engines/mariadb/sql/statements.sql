@@ -53,6 +53,24 @@ INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempt
           :max_attempts, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED), :unique_key,
           :payload);
 
+-- name: insert_jobs
+-- A batch of jobs without unique keys in one statement. :jobs is a JSON array, one
+-- [queue, priority, max_attempts, run_at or null, delay, payload in hex] per job; the rows go in
+-- in that order (ORDER BY n), so RETURNING hands back their ids in that order.
+INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempts, enqueued_at,
+                           payload)
+  SELECT j.queue, 'available', j.priority, coalesce(j.run_at, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) + j.delay), 0,
+         j.max_attempts, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED), UNHEX(j.payload)
+    FROM JSON_TABLE(:jobs, '$[*]' COLUMNS (n FOR ORDINALITY,
+                                           queue VARCHAR(128) PATH '$[0]',
+                                           priority INT PATH '$[1]',
+                                           max_attempts INT PATH '$[2]',
+                                           run_at BIGINT PATH '$[3]',
+                                           delay BIGINT PATH '$[4]',
+                                           payload LONGTEXT PATH '$[5]')) j
+    ORDER BY j.n
+  RETURNING id;
+
 -- name: lease_select
 -- The lease, step 1 (READ COMMITTED, inside one transaction): the next due jobs of the queue
 -- in hand-out order, along readpast_jobs_lease, locked; rows another lease holds are skipped,
