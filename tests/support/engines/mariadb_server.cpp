@@ -22,25 +22,13 @@
 #include <system_error>
 #include <thread>
 
+#include "support/server_files.hpp"
 #include "support/server_port.hpp"
 
 namespace readpast::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-void close_from(unsigned first) {
-  ::syscall(SYS_close_range, first, ~0U, 0U);
-}
-
-std::string read_tail(const fs::path& file, std::size_t bytes) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return {};
-  std::ostringstream content;
-  content << in.rdbuf();
-  std::string text = content.str();
-  return text.size() > bytes ? text.substr(text.size() - bytes) : text;
-}
 
 // Forks and execs argv (as uid/gid when switch_user), output to `log`; returns the pid.
 pid_t spawn(const std::vector<std::string>& args, const fs::path& log, const fs::path& workdir,

@@ -22,18 +22,13 @@
 #include <system_error>
 #include <thread>
 
+#include "support/server_files.hpp"
 #include "support/server_port.hpp"
 
 namespace readpast::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Closes every descriptor from `first` on, in a child between fork and exec, so that the
-// server does not inherit the test's pipes and sockets (it would hold them open forever).
-void close_from(unsigned first) {
-  ::syscall(SYS_close_range, first, ~0U, 0U);
-}
 
 fs::path find_bin_dir() {
   if (const char* env = std::getenv("READPAST_PG_BINDIR"); env != nullptr && *env != '\0') {
@@ -57,15 +52,6 @@ fs::path find_bin_dir() {
         "postgresql package, or set READPAST_PG_BINDIR)");
   }
   return best;
-}
-
-std::string read_tail(const fs::path& file, std::size_t bytes) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return {};
-  std::ostringstream content;
-  content << in.rdbuf();
-  std::string text = content.str();
-  return text.size() > bytes ? text.substr(text.size() - bytes) : text;
 }
 
 struct PgConnCloser {
