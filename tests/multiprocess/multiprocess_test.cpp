@@ -321,11 +321,14 @@ TEST_P(MultiprocessTest, JobsOfAKilledWorkerComeBackOnlyAfterTheirLeasesExpire) 
   for (const auto& completion : history.completions) {
     if (completion.process == "victim") victim_held.erase(completion.job);
   }
+  // Jobs taken over: at least one lease by another worker. (More than one when the taker was
+  // itself too slow and its own lease ran out, as under a sanitizer; the checker judges those.)
   std::int64_t taken_over = 0;
   for (const auto& [job, victim_lease] : victim_held) {
+    bool taken = false;
     for (const auto& lease : history.leases) {
       if (lease.job != job || lease.process == "victim") continue;
-      ++taken_over;
+      taken = true;
       // The same attempt again: the victim released the job (it found its lease too short
       // to start it) and was killed before recording that; it was free from then on.
       if (lease.attempt == victim_lease->attempt) continue;
@@ -333,10 +336,11 @@ TEST_P(MultiprocessTest, JobsOfAKilledWorkerComeBackOnlyAfterTheirLeasesExpire) 
           << "job " << job << " leased by " << lease.worker << " before the killed victim's "
           << "lease expired at " << format_time(victim_lease->lease_expires_at);
     }
+    if (taken) ++taken_over;
   }
   EXPECT_EQ(taken_over + report.unrecorded_completions,
             static_cast<std::int64_t>(victim_held.size()))
-      << "every job the victim held when it died was taken over once";
+      << "every job the victim held when it died was taken over";
   std::cout << "[ timing   ] with a kill: " << shape_.jobs << " jobs in "
             << std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::steady_clock::now() - started)
