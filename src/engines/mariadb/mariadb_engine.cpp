@@ -34,6 +34,13 @@
 namespace readpast::detail {
 namespace {
 
+// Appends [id, "token"] to a JSON array being written (after a ',' unless it is the first):
+// the shape lease_take_many and the *_many settles read with JSON_TABLE.
+void append_lease_pair(std::string& json, JobId id, const LeaseToken& token) {
+  if (json.size() > 1) json += ',';
+  json += "[" + std::to_string(id) + ",\"" + token.hex() + "\"]";
+}
+
 using mariadb::Connection;
 using mariadb::Params;
 using mariadb::Rows;
@@ -248,8 +255,7 @@ class MariadbEngine final : public Engine {
         job.leased_by = request.worker_id;
         job.lease_expires_at = to_time(now + micros(request.lease_duration));
         job.started_at = to_time(now);
-        if (r > 0) leases += ',';
-        leases += "[" + std::to_string(job.id) + ",\"" + job.lease_token->hex() + "\"]";
+        append_lease_pair(leases, job.id, *job.lease_token);
         leased.push_back(std::move(job));
       }
       leases += ']';
@@ -821,10 +827,7 @@ class MariadbEngine final : public Engine {
       // trips for the batch instead of one per job). Otherwise rolled back and settled one by
       // one below, which tells the refused refs apart.
       std::string json = "[";
-      for (const LeasedRef& ref : refs) {
-        if (json.size() > 1) json += ',';
-        json += "[" + std::to_string(ref.id) + ",\"" + ref.token.hex() + "\"]";
-      }
+      for (const LeasedRef& ref : refs) append_lease_pair(json, ref.id, ref.token);
       json += ']';
       auto all = write<bool>([&](Connection& c) -> Result<bool> {
         auto p = c.params<Many>();
