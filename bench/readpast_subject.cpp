@@ -85,13 +85,7 @@ WorkerCounts run_readpast_workers(Queue& queue, const WorkerSetup& setup, const 
   }
   if (error) fail("readpast worker: " + *error);
   WorkerCounts total;
-  for (const auto& c : counts) {
-    total.completed += c.completed;
-    total.leases += c.leases;
-    total.empty_leases += c.empty_leases;
-    total.lost += c.lost;
-    total.retries += c.retries;
-  }
+  for (const auto& c : counts) total += c;
   return total;
 }
 

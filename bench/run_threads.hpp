@@ -33,13 +33,7 @@ WorkerCounts run_threads(const WorkerSetup& setup, Body&& body) {
   }
   if (error) std::rethrow_exception(error);
   WorkerCounts total;
-  for (const auto& c : counts) {
-    total.completed += c.completed;
-    total.leases += c.leases;
-    total.empty_leases += c.empty_leases;
-    total.lost += c.lost;
-    total.retries += c.retries;
-  }
+  for (const auto& c : counts) total += c;
   return total;
 }
 

@@ -86,6 +86,15 @@ struct WorkerCounts {
   std::int64_t empty_leases = 0;  // lease calls that found nothing
   std::int64_t lost = 0;          // completions refused (lease lost): must stay 0
   std::int64_t retries = 0;       // calls answered "busy/unavailable" and retried
+
+  WorkerCounts& operator+=(const WorkerCounts& other) {
+    completed += other.completed;
+    leases += other.leases;
+    empty_leases += other.empty_leases;
+    lost += other.lost;
+    retries += other.retries;
+    return *this;
+  }
 };
 
 class Subject {
