@@ -58,12 +58,9 @@ class NetworkTest : public ::testing::TestWithParam<std::string> {
     open_queue(url_);  // the schema
     proxy_ = std::make_unique<TcpProxy>(engine().server_port());
   }
-  // The fresh database through the proxy, with the engine's fast failure detection and
-  // `params`.
-  std::string via_proxy(const std::string& params = "") const {
-    std::string all = engine().fast_network_failure;
-    if (!params.empty()) all += (all.empty() ? "" : "&") + params;
-    return through(url_, engine().server_port(), proxy_->port(), all);
+  // The fresh database through the proxy, with the engine's fast failure detection.
+  std::string via_proxy() const {
+    return through(url_, engine().server_port(), proxy_->port(), engine().fast_network_failure);
   }
   void require_kernel_blackhole() {
     std::string why;
