@@ -5,6 +5,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "readpast/queue.hpp"
 #include "support/engines/mariadb_server.hpp"
@@ -89,6 +90,62 @@ TEST(MariadbEngine, ANewerSchemaIsRefusedAndLeftAlone) {
     EXPECT_NE(opened.error().message.find("newer"), std::string::npos) << opened.error().message;
     expect_one_line_without_secret(opened.error());
   }
+}
+
+// Migration 3 (sql/migrations/0003_*.sql) on a database at version 2 with jobs in every state:
+// the indexes of version 2 are put back and version 3's taken away, then `init` upgrades.
+TEST(MariadbEngine, AVersionTwoDatabaseUpgradesInPlaceWithItsJobs) {
+  auto& server = MariadbServer::shared();
+  const std::string url = server.fresh_database_url();
+  const std::string database = url.substr(url.rfind('/') + 1);
+  auto before = Queue::open(url, init_options());
+  ASSERT_TRUE(before.has_value()) << before.error().message;
+  std::vector<JobId> ids;
+  for (const char* payload : {"done", "dead", "running", "waiting"}) {
+    auto enqueued = before->enqueue(NewJob{.queue = "up", .payload = payload});
+    ASSERT_TRUE(enqueued.has_value()) << enqueued.error().message;
+    ids.push_back(enqueued->id);
+  }
+  auto leased = before->lease(LeaseRequest{.queue = "up", .worker_id = "w", .max_jobs = 3});
+  ASSERT_TRUE(leased.has_value() && leased->size() == 3u);
+  ASSERT_TRUE(before->complete((*leased)[0].id, *(*leased)[0].lease_token).has_value());
+  ASSERT_TRUE(
+      before
+          ->fail((*leased)[1].id, *(*leased)[1].lease_token, "boom", FailOptions{.no_retry = true})
+          .has_value());
+  const Job running = (*leased)[2];
+  before = fail_with(Error::unavailable("closed"));
+
+  server.execute(
+      "ALTER TABLE readpast_jobs DROP INDEX readpast_jobs_finished_at, "
+      "DROP INDEX readpast_jobs_finished_ids, DROP COLUMN finished_state, "
+      "ADD KEY readpast_jobs_expiry (queue, state, lease_expires_at), "
+      "ADD KEY readpast_jobs_finished (queue, state, finished_at), "
+      "ADD KEY readpast_jobs_queue_state (queue, state, id), "
+      "ADD KEY readpast_jobs_state (state, id)",
+      database);
+  server.execute("DELETE FROM readpast_schema_version WHERE version > 2", database);
+  ASSERT_EQ(Queue::open(url, QueueOptions{}).error().code, ErrorCode::kSchema);
+
+  auto after = Queue::open(url, init_options());
+  ASSERT_TRUE(after.has_value()) << after.error().message;
+  // The lease taken before the upgrade still settles, and only with its token.
+  EXPECT_TRUE(after->complete(running.id, *running.lease_token).has_value());
+  auto dead = after->list(ListRequest{.queue = "up", .state = JobState::kDead});
+  ASSERT_TRUE(dead.has_value()) << dead.error().message;
+  ASSERT_EQ(dead->size(), 1u);
+  EXPECT_EQ(dead->front().id, ids[1]);
+  auto succeeded = after->list(ListRequest{.state = JobState::kSucceeded});
+  ASSERT_TRUE(succeeded.has_value()) << succeeded.error().message;
+  ASSERT_EQ(succeeded->size(), 2u);
+  EXPECT_EQ(succeeded->front().id, ids[0]);
+  EXPECT_EQ(succeeded->back().id, ids[2]);
+  auto purged = after->purge(PurgeRequest{.queue = "up", .state = JobState::kSucceeded});
+  ASSERT_TRUE(purged.has_value()) << purged.error().message;
+  EXPECT_EQ(*purged, 2);
+  auto next = after->lease(LeaseRequest{.queue = "up", .worker_id = "w"});
+  ASSERT_TRUE(next.has_value() && next->size() == 1u);
+  EXPECT_EQ(next->front().id, ids[3]);
 }
 
 TEST(MariadbEngine, ComesBackAfterTheServerIsKilled) {

@@ -496,9 +496,17 @@ class MariadbEngine final : public Engine {
   }
 
   Result<std::vector<Job>> list(const ListRequest& request) override {
-    if (request.queue && request.state) return list_with<sql::list_queue_state>(request);
+    // Finished states have an index of their own (statements.sql, list_finished_state).
+    const bool finished = request.state && is_finished(*request.state);
+    if (request.queue && request.state) {
+      return finished ? list_with<sql::list_queue_finished_state>(request)
+                      : list_with<sql::list_queue_state>(request);
+    }
     if (request.queue) return list_with<sql::list_queue>(request);
-    if (request.state) return list_with<sql::list_state>(request);
+    if (request.state) {
+      return finished ? list_with<sql::list_finished_state>(request)
+                      : list_with<sql::list_state>(request);
+    }
     return list_with<sql::list_all>(request);
   }
 
@@ -520,23 +528,30 @@ class MariadbEngine final : public Engine {
 
   Result<std::vector<FinishedCounts>> finished_since(
       TimePoint since, std::optional<std::string_view> queue) override {
-    return with_connection<std::vector<FinishedCounts>>(
-        true, [&](Connection& c) -> Result<std::vector<FinishedCounts>> {
-          Result<Rows> rows;
-          if (queue) {
-            using Q = sql::finished_since_queue;
-            rows = c.run<Q>(c.params<Q>().set(Q::queue, *queue).set(Q::since, to_micros(since)));
-          } else {
-            using Q = sql::finished_since;
-            rows = c.run<Q>(c.params<Q>().set(Q::since, to_micros(since)));
-          }
-          if (!rows) return fail_with(rows.error());
-          std::vector<FinishedCounts> counts;
-          for (std::size_t r = 0; r < rows->size(); ++r) {
-            counts.push_back({std::string(rows->text(r, 0)), rows->int64(r, 1), rows->int64(r, 2)});
-          }
-          return counts;
-        });
+    using Counts = std::vector<FinishedCounts>;
+    return with_connection<Counts>(true, [&](Connection& c) -> Result<Counts> {
+      // Every queue: one range per queue (statements.sql, job_queues).
+      auto queues = queue ? Result<std::vector<std::string>>({std::string(*queue)}) : job_queues(c);
+      if (!queues) return fail_with(queues.error());
+      Counts counts;
+      for (const std::string& name : *queues) {
+        using Q = sql::finished_since_queue;
+        auto rows = c.run<Q>(c.params<Q>().set(Q::queue, name).set(Q::since, to_micros(since)));
+        if (!rows) return fail_with(rows.error());
+        for (std::size_t r = 0; r < rows->size(); ++r) {
+          counts.push_back({std::string(rows->text(r, 0)), rows->int64(r, 1), rows->int64(r, 2)});
+        }
+      }
+      return counts;
+    });
+  }
+
+  static Result<std::vector<std::string>> job_queues(Connection& c) {
+    auto rows = c.query(sql::job_queues::text);
+    if (!rows) return fail_with(rows.error());
+    std::vector<std::string> queues;
+    for (std::size_t r = 0; r < rows->size(); ++r) queues.emplace_back(rows->text(r, 0));
+    return queues;
   }
 
   Status set_paused(std::string_view queue, bool paused) override {

@@ -105,14 +105,15 @@ UPDATE JSON_TABLE(:leases, '$[*]' COLUMNS (id BIGINT PATH '$[0]', token CHAR(32)
       j.started_at = :started_at;
 
 -- name: expired_ids
--- rescue, step 1: a plain read (no locks) of the queue's expired leases, along
--- readpast_jobs_expiry. A locking range read here would wait for whichever transaction holds
--- the first running job past the range (a lease or a settle in flight, or a caller's own
--- transaction around readpast_complete).
-SELECT id FROM readpast_jobs
+-- rescue, step 1: a plain read (no locks) of the queue's expired leases, along the running
+-- jobs of readpast_jobs_lease (as many as jobs running: no index of its own, which every
+-- lease would have to change). A locking range read here would wait for whichever
+-- transaction holds the first running job past the range (a lease or a settle in flight, or a
+-- caller's own transaction around readpast_complete).
+SELECT id FROM readpast_jobs FORCE INDEX (readpast_jobs_lease)
   WHERE queue = :queue AND state = 'running'
     AND lease_expires_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
-  ORDER BY lease_expires_at LIMIT :limit;
+  LIMIT :limit;
 
 -- name: rescue_expired
 -- rescue, step 2: those jobs by primary key (:ids a JSON array of ids, STRAIGHT_JOIN as in
@@ -222,14 +223,16 @@ UPDATE readpast_jobs SET attempts = 0, run_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 10
 
 -- name: retry_candidates
 -- The next ids retry_all goes through (:state is dead or cancelled), one small transaction
--- at a time, along readpast_jobs_queue_state.
-SELECT id FROM readpast_jobs
-  WHERE queue = :queue AND state = :state AND id > :after_id ORDER BY id LIMIT :limit;
+-- at a time, along readpast_jobs_finished_ids: each batch goes on from the last, so the
+-- whole walk reads every job of that state once.
+SELECT id FROM readpast_jobs FORCE INDEX (readpast_jobs_finished_ids)
+  WHERE finished_state = :state AND id > :after_id AND queue = :queue ORDER BY id LIMIT :limit;
 
 -- name: purge
--- Finished at or before :finished_before, along readpast_jobs_finished.
+-- Finished (:state succeeded, dead or cancelled) at or before :finished_before, along
+-- readpast_jobs_finished_at.
 DELETE FROM readpast_jobs
-  WHERE queue = :queue AND state = :state AND finished_at <= :finished_before
+  WHERE queue = :queue AND finished_state = :state AND finished_at <= :finished_before
   ORDER BY finished_at LIMIT :limit;
 
 -- name: stats_all
@@ -257,18 +260,20 @@ UNION ALL
 SELECT name, 'paused', 0, 0, NULL FROM readpast_queues
   WHERE paused_at IS NOT NULL AND name = :queue;
 
--- name: finished_since
--- Since :since (exclusive), for every queue.
-SELECT queue, coalesce(sum(state = 'succeeded'), 0), coalesce(sum(state = 'dead'), 0)
-  FROM readpast_jobs
-  WHERE (state = 'succeeded' OR state = 'dead') AND finished_at > :since
-  GROUP BY queue ORDER BY queue;
+-- name: job_queues
+-- Every queue that has jobs, from readpast_jobs_lease in a loose index scan (one step per
+-- queue). finished_since for every queue runs finished_since_queue for each of them: one
+-- range per queue, so the cost follows the jobs finished since, not the table. (A dependent
+-- sub-select per queue would not do: it reads its ranges by (queue, finished_state) only.)
+SELECT queue FROM readpast_jobs FORCE INDEX (readpast_jobs_lease) GROUP BY queue;
 
 -- name: finished_since_queue
--- The same for one queue, along readpast_jobs_finished.
-SELECT queue, coalesce(sum(state = 'succeeded'), 0), coalesce(sum(state = 'dead'), 0)
+-- Since :since (exclusive), two ranges of readpast_jobs_finished_at.
+SELECT queue, coalesce(sum(finished_state = 'succeeded'), 0),
+       coalesce(sum(finished_state = 'dead'), 0)
   FROM readpast_jobs
-  WHERE queue = :queue AND (state = 'succeeded' OR state = 'dead') AND finished_at > :since
+  WHERE queue = :queue AND (finished_state = 'succeeded' OR finished_state = 'dead')
+    AND finished_at > :since
   GROUP BY queue;
 
 -- name: pause
@@ -337,17 +342,34 @@ SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, 
        lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
   FROM readpast_jobs WHERE id > :after_id AND queue = :queue ORDER BY id LIMIT :limit;
 
+-- Finished jobs of a state (succeeded, dead, cancelled) come along readpast_jobs_finished_ids.
+-- Live ones (available, running) have no index by state and id, since every lease would
+-- change it: the server walks the primary key from :after_id, or, for a queue, the
+-- queue's range of readpast_jobs_lease, whichever it reckons reads less.
+
 -- name: list_state
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
        lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
-  FROM readpast_jobs FORCE INDEX (readpast_jobs_state)
+  FROM readpast_jobs
   WHERE id > :after_id AND state = :state ORDER BY id LIMIT :limit;
+
+-- name: list_finished_state
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs FORCE INDEX (readpast_jobs_finished_ids)
+  WHERE id > :after_id AND finished_state = :state ORDER BY id LIMIT :limit;
 
 -- name: list_queue_state
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
        lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
-  FROM readpast_jobs FORCE INDEX (readpast_jobs_queue_state)
+  FROM readpast_jobs
   WHERE id > :after_id AND queue = :queue AND state = :state ORDER BY id LIMIT :limit;
+
+-- name: list_queue_finished_state
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs
+  WHERE id > :after_id AND queue = :queue AND finished_state = :state ORDER BY id LIMIT :limit;
 
 -- name: get
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
