@@ -102,23 +102,25 @@ TEST(MariadbEngine, AVersionTwoDatabaseUpgradesInPlaceWithItsJobs) {
   ASSERT_TRUE(before.has_value()) << before.error().message;
   std::vector<JobId> ids;
   for (const char* payload : {"done", "dead", "running", "waiting"}) {
-    auto enqueued = before->enqueue(NewJob{.queue = "up", .payload = payload});
+    NewJob job;
+    job.queue = "up";
+    job.payload = payload;
+    auto enqueued = before->enqueue(job);
     ASSERT_TRUE(enqueued.has_value()) << enqueued.error().message;
     ids.push_back(enqueued->id);
   }
   auto leased = before->lease(LeaseRequest{.queue = "up", .worker_id = "w", .max_jobs = 3});
   ASSERT_TRUE(leased.has_value() && leased->size() == 3u);
   ASSERT_TRUE(before->complete((*leased)[0].id, *(*leased)[0].lease_token).has_value());
-  ASSERT_TRUE(
-      before
-          ->fail((*leased)[1].id, *(*leased)[1].lease_token, "boom", FailOptions{.no_retry = true})
-          .has_value());
+  FailOptions no_retry;
+  no_retry.no_retry = true;
+  ASSERT_TRUE(before->fail((*leased)[1].id, *(*leased)[1].lease_token, "boom", no_retry));
   const Job running = (*leased)[2];
   before = fail_with(Error::unavailable("closed"));
 
   server.execute(
       "ALTER TABLE readpast_jobs DROP INDEX readpast_jobs_finished_at, "
-      "DROP INDEX readpast_jobs_finished_ids, DROP COLUMN finished_state, "
+      "DROP COLUMN finished_state, "
       "ADD KEY readpast_jobs_expiry (queue, state, lease_expires_at), "
       "ADD KEY readpast_jobs_finished (queue, state, finished_at), "
       "ADD KEY readpast_jobs_queue_state (queue, state, id), "
@@ -131,16 +133,24 @@ TEST(MariadbEngine, AVersionTwoDatabaseUpgradesInPlaceWithItsJobs) {
   ASSERT_TRUE(after.has_value()) << after.error().message;
   // The lease taken before the upgrade still settles, and only with its token.
   EXPECT_TRUE(after->complete(running.id, *running.lease_token).has_value());
-  auto dead = after->list(ListRequest{.queue = "up", .state = JobState::kDead});
+  ListRequest dead_jobs;
+  dead_jobs.queue = "up";
+  dead_jobs.state = JobState::kDead;
+  auto dead = after->list(dead_jobs);
   ASSERT_TRUE(dead.has_value()) << dead.error().message;
   ASSERT_EQ(dead->size(), 1u);
   EXPECT_EQ(dead->front().id, ids[1]);
-  auto succeeded = after->list(ListRequest{.state = JobState::kSucceeded});
+  ListRequest succeeded_jobs;
+  succeeded_jobs.state = JobState::kSucceeded;
+  auto succeeded = after->list(succeeded_jobs);
   ASSERT_TRUE(succeeded.has_value()) << succeeded.error().message;
   ASSERT_EQ(succeeded->size(), 2u);
   EXPECT_EQ(succeeded->front().id, ids[0]);
   EXPECT_EQ(succeeded->back().id, ids[2]);
-  auto purged = after->purge(PurgeRequest{.queue = "up", .state = JobState::kSucceeded});
+  PurgeRequest purge;
+  purge.queue = "up";
+  purge.state = JobState::kSucceeded;
+  auto purged = after->purge(purge);
   ASSERT_TRUE(purged.has_value()) << purged.error().message;
   EXPECT_EQ(*purged, 2);
   auto next = after->lease(LeaseRequest{.queue = "up", .worker_id = "w"});

@@ -410,7 +410,9 @@ class MariadbEngine final : public Engine {
   Result<std::int64_t> retry_all(std::string_view queue, JobState state) override {
     constexpr int kRetryBatch = 1000;
     std::int64_t total = 0;
-    JobId after = 0;
+    // Keyset paging along readpast_jobs_finished_at (statements.sql, retry_candidates).
+    std::int64_t after_at = std::numeric_limits<std::int64_t>::min();
+    JobId after_id = 0;
     while (true) {
       auto ids = with_connection<std::vector<JobId>>(
           true, [&](Connection& c) -> Result<std::vector<JobId>> {
@@ -418,11 +420,13 @@ class MariadbEngine final : public Engine {
             auto rows = c.run<Q>(c.params<Q>()
                                      .set(Q::queue, queue)
                                      .set(Q::state, to_string(state))
-                                     .set(Q::after_id, after)
+                                     .set(Q::after_at, after_at)
+                                     .set(Q::after_id, after_id)
                                      .set(Q::limit, kRetryBatch));
             if (!rows) return fail_with(rows.error());
             std::vector<JobId> found;
             for (std::size_t r = 0; r < rows->size(); ++r) found.push_back(rows->int64(r, 0));
+            if (!rows->empty()) after_at = rows->int64(rows->size() - 1, 1);
             return found;
           });
       if (!ids) return fail_with(ids.error());
@@ -430,7 +434,7 @@ class MariadbEngine final : public Engine {
       auto retried = change_each<sql::retry>(*ids);
       if (!retried) return fail_with(retried.error());
       total += static_cast<std::int64_t>(retried->size());
-      after = ids->back();
+      after_id = ids->back();
       if (ids->size() < static_cast<std::size_t>(kRetryBatch)) return total;
     }
   }
@@ -496,7 +500,7 @@ class MariadbEngine final : public Engine {
   }
 
   Result<std::vector<Job>> list(const ListRequest& request) override {
-    // Finished states have an index of their own (statements.sql, list_finished_state).
+    // Finished states are found through finished_state (statements.sql, list_finished_state).
     const bool finished = request.state && is_finished(*request.state);
     if (request.queue && request.state) {
       return finished ? list_with<sql::list_queue_finished_state>(request)

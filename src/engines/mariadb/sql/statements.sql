@@ -222,17 +222,21 @@ UPDATE readpast_jobs SET attempts = 0, run_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 10
   WHERE id = :id AND (state = 'dead' OR state = 'cancelled');
 
 -- name: retry_candidates
--- The next ids retry_all goes through (:state is dead or cancelled), one small transaction
--- at a time, along readpast_jobs_finished_ids: each batch goes on from the last, so the
--- whole walk reads every job of that state once.
-SELECT id FROM readpast_jobs FORCE INDEX (readpast_jobs_finished_ids)
-  WHERE finished_state = :state AND id > :after_id AND queue = :queue ORDER BY id LIMIT :limit;
+-- The next jobs retry_all goes through (:state is dead or cancelled), one small transaction
+-- at a time, in the order of readpast_jobs_finished_at (finished_at, then id, which InnoDB
+-- keeps in every secondary index): each batch goes on after the last one's (finished_at,
+-- id), so the whole walk reads every job of that state once, also those that stay (a live
+-- job holds their unique key).
+SELECT id, finished_at FROM readpast_jobs FORCE INDEX (readpast_jobs_finished_at)
+  WHERE finished_state = :state AND queue = :queue AND finished_at >= :after_at
+    AND (finished_at > :after_at OR id > :after_id)
+  ORDER BY finished_at, id LIMIT :limit;
 
 -- name: purge
 -- Finished (:state succeeded, dead or cancelled) at or before :finished_before, along
 -- readpast_jobs_finished_at.
 DELETE FROM readpast_jobs
-  WHERE queue = :queue AND finished_state = :state AND finished_at <= :finished_before
+  WHERE finished_state = :state AND queue = :queue AND finished_at <= :finished_before
   ORDER BY finished_at LIMIT :limit;
 
 -- name: stats_all
@@ -264,7 +268,7 @@ SELECT name, 'paused', 0, 0, NULL FROM readpast_queues
 -- Every queue that has jobs, from readpast_jobs_lease in a loose index scan (one step per
 -- queue). finished_since for every queue runs finished_since_queue for each of them: one
 -- range per queue, so the cost follows the jobs finished since, not the table. (A dependent
--- sub-select per queue would not do: it reads its ranges by (queue, finished_state) only.)
+-- sub-select per queue would not do: it reads its ranges by (finished_state, queue) only.)
 SELECT queue FROM readpast_jobs FORCE INDEX (readpast_jobs_lease) GROUP BY queue;
 
 -- name: finished_since_queue
@@ -342,10 +346,11 @@ SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, 
        lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
   FROM readpast_jobs WHERE id > :after_id AND queue = :queue ORDER BY id LIMIT :limit;
 
--- Finished jobs of a state (succeeded, dead, cancelled) come along readpast_jobs_finished_ids.
--- Live ones (available, running) have no index by state and id, since every lease would
--- change it: the server walks the primary key from :after_id, or, for a queue, the
--- queue's range of readpast_jobs_lease, whichever it reckons reads less.
+-- Lists by state have no index by state and id, which every lease or completion would have to
+-- change: the server walks the primary key from :after_id, or sorts the state's range of
+-- readpast_jobs_lease (live states, one queue) or readpast_jobs_finished_at (finished
+-- states), whichever it reckons reads less: the primary key when the state is a large part
+-- of the table, the range when it is a small one.
 
 -- name: list_state
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
@@ -356,7 +361,7 @@ SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, 
 -- name: list_finished_state
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
        lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
-  FROM readpast_jobs FORCE INDEX (readpast_jobs_finished_ids)
+  FROM readpast_jobs
   WHERE id > :after_id AND finished_state = :state ORDER BY id LIMIT :limit;
 
 -- name: list_queue_state

@@ -5,10 +5,10 @@
 -- ceiling (one index) in run 19 of docs/benchmarks.md. What is left:
 --   readpast_jobs_lease        the hand-out order; also rescue (queue, 'running' prefix: at
 --                              most as many rows as jobs running), stats and has_due_job
---   readpast_jobs_finished_at  (queue, finished_state, finished_at): purge, retention and
---                              finished_since; finished_state is NULL while a job is live, so
---                              a lease leaves the entry as it is
---   readpast_jobs_finished_ids (finished_state, id): lists of finished jobs and retry_all
+--   readpast_jobs_finished_at  (finished_state, queue, finished_at): purge, retention,
+--                              finished_since, retry_all and lists of finished jobs;
+--                              finished_state is NULL while a job is live, so a lease leaves
+--                              the entry as it is
 --   readpast_jobs_unique       unchanged
 --
 -- Adding a persistent generated column rebuilds the table (ALGORITHM=COPY): writes to
@@ -24,5 +24,4 @@ ALTER TABLE readpast_jobs
   DROP INDEX IF EXISTS readpast_jobs_finished,
   DROP INDEX IF EXISTS readpast_jobs_queue_state,
   DROP INDEX IF EXISTS readpast_jobs_state,
-  ADD INDEX IF NOT EXISTS readpast_jobs_finished_at (queue, finished_state, finished_at),
-  ADD INDEX IF NOT EXISTS readpast_jobs_finished_ids (finished_state, id);
+  ADD INDEX IF NOT EXISTS readpast_jobs_finished_at (finished_state, queue, finished_at);
