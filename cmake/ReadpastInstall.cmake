@@ -20,4 +20,5 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/readpastConfigVersion.cma
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/readpastConfig.cmake
               ${PROJECT_BINARY_DIR}/readpastConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/FindCctz.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/readpast)

@@ -17,6 +17,8 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libsqlite3-dev sqlite3 libpq-dev libmariadb-dev
   libexpected-dev libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
+  # Schedules in a time zone (cron with --tz), read from tzdata.
+  libcctz-dev tzdata
   # `readpast serve`'s HTTP: Boost.Beast and Asio (header-only).
   libboost-dev
 )

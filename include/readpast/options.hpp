@@ -145,7 +145,8 @@ struct Schedule {
   std::string queue;  // where the jobs go
   // "every DUR" (ticks at multiples of DUR since the Unix epoch, e.g. "every 30s"), or a
   // cron expression in UTC with 5 fields (minute hour day-of-month month day-of-week) or 6
-  // (seconds first): "*/5 * * * *", "0 30 9 * * mon-fri". See docs/schedules.md.
+  // (seconds first): "*/5 * * * *", "0 30 9 * * mon-fri"; or in a time zone with a
+  // CRON_TZ= prefix: "CRON_TZ=Europe/Berlin 0 9 * * *". See docs/schedules.md.
   std::string spec;
   std::string payload;
   int priority = kDefaultPriority;

@@ -9,6 +9,7 @@
 #include "cli/job_text.hpp"
 #include "cli/output_table.hpp"
 #include "cli/session.hpp"
+#include "core/schedule_spec.hpp"
 #include "json/job_json.hpp"
 
 namespace readpast::cli {
@@ -20,6 +21,7 @@ struct ScheduleArgs {
   std::string queue;
   std::optional<std::string> cron;
   std::optional<std::string> every;
+  std::optional<std::string> time_zone;
   std::string payload;
   int priority = kDefaultPriority;
   int max_attempts = kDefaultMaxAttempts;
@@ -38,6 +40,14 @@ CliStatus add(Session& session, const ScheduleArgs& args) {
   schedule.name = args.name;
   schedule.queue = args.queue;
   schedule.spec = args.cron ? *args.cron : "every " + *args.every;
+  if (args.time_zone) {
+    if (!args.cron)
+      return fail_cli(usage_error("schedule add: --tz goes with --cron, not --every"));
+    if (!detail::split_time_zone(*args.cron).zone.empty()) {
+      return fail_cli(usage_error("schedule add: give the zone once, with --tz or CRON_TZ="));
+    }
+    schedule.spec = detail::with_time_zone(*args.time_zone, *args.cron);
+  }
   schedule.payload = args.payload;
   schedule.priority = args.priority;
   schedule.max_attempts = args.max_attempts;
@@ -56,6 +66,12 @@ CliStatus add(Session& session, const ScheduleArgs& args) {
   return {};
 }
 
+// The zone a schedule's cron fields are read in ("UTC" unless its spec names one).
+std::string zone_of(const Schedule& schedule) {
+  const std::string_view zone = detail::split_time_zone(schedule.spec).zone;
+  return zone.empty() ? "UTC" : std::string(zone);
+}
+
 CliStatus list(Session& session, const ScheduleArgs& args) {
   auto queue = session.open();
   if (!queue) return fail_cli(queue.error());
@@ -67,6 +83,7 @@ CliStatus list(Session& session, const ScheduleArgs& args) {
       out.push_back({{"name", s.name},
                      {"queue", s.queue},
                      {"spec", s.spec},
+                     {"time_zone", zone_of(s)},
                      {"payload", s.payload},
                      {"priority", s.priority},
                      {"max_attempts", s.max_attempts},
@@ -77,9 +94,11 @@ CliStatus list(Session& session, const ScheduleArgs& args) {
     session.console().write_stdout(json::dump_json(out));
     return {};
   }
-  Table table({{"NAME"}, {"QUEUE"}, {"SCHEDULE"}, {"LAST TICK"}, {"PAYLOAD"}});
+  Table table({{"NAME"}, {"QUEUE"}, {"SCHEDULE"}, {"ZONE"}, {"LAST TICK"}, {"PAYLOAD"}});
   for (const Schedule& s : *schedules) {
-    table.add_row({s.name, s.queue, escape_for_terminal(s.spec, 60),
+    table.add_row({s.name, s.queue,
+                   escape_for_terminal(std::string(detail::split_time_zone(s.spec).expression), 60),
+                   escape_for_terminal(zone_of(s), 40),
                    s.last_tick ? format_time(*s.last_tick) : "-",
                    escape_for_terminal(s.payload, 40)});
   }
@@ -109,8 +128,8 @@ Command add_schedule_command(CLI::App& parent) {
       "Periodic jobs: at every tick of a schedule one job is enqueued, exactly once however "
       "many workers on however many hosts run (every `readpast work` does, unless started "
       "with --no-schedules). A tick missed while no worker ran is enqueued once when one "
-      "starts, not once per missed period. Cron expressions are in UTC; see "
-      "docs/schedules.md.");
+      "starts, not once per missed period. Cron expressions are in UTC unless given --tz; "
+      "see docs/schedules.md.");
   app->require_subcommand(1);
 
   auto* add_app = app->add_subcommand("add", "Add a schedule, or replace the one of that name");
@@ -126,6 +145,11 @@ Command add_schedule_command(CLI::App& parent) {
       add_app->add_option("--every", args->every, "A fixed interval, ticking at its multiples")
           ->type_name("DUR");
   cron->excludes(every);
+  add_app
+      ->add_option("--tz", args->time_zone,
+                   "Read the cron fields in this IANA time zone (e.g. Europe/Berlin; "
+                   "daylight-saving changes handled; default UTC)")
+      ->type_name("ZONE");
   add_app->add_option("--priority", args->priority, "Priority of its jobs (default: 100)")
       ->type_name("N");
   add_app->add_option("--max-attempts", args->max_attempts, "Attempts of its jobs (default: 25)")

@@ -24,6 +24,33 @@ constexpr auto kSearchSpan = days(366 * 8);
 // its span at most once and finishes within a few steps on the first day that matches, so
 // this is never reached; it only guarantees that no input can make a search run long.
 constexpr int kMaxSteps = 20000;
+// How far a daylight-saving (or other) change of a zone's offset may move its civil time
+// (real ones: 30 minutes to 2 hours).
+constexpr auto kZoneSlack = hours(3);
+// A bound on the matching civil times one search of a zone looks at: near a change, those
+// of the hours the change moves; elsewhere one or two.
+constexpr int kMaxZoneMatches = 4 * 3600 + 16;
+constexpr std::size_t kMaxZoneName = 64;
+
+// An IANA zone name as tzdata spells them ("Europe/Berlin", "America/Argentina/Buenos_Aires",
+// "Etc/GMT+5", "UTC"): names only, never a path ("..", a leading '/').
+bool plausible_zone_name(std::string_view name) {
+  if (name.empty() || name.size() > kMaxZoneName) return false;
+  bool part_start = true;
+  for (char c : name) {
+    const bool letter = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+    const bool digit = c >= '0' && c <= '9';
+    if (c == '/') {
+      if (part_start) return false;
+      part_start = true;
+      continue;
+    }
+    if (part_start && !letter) return false;
+    if (!letter && !digit && c != '_' && c != '-' && c != '+') return false;
+    part_start = false;
+  }
+  return !part_start;
+}
 
 Error bad(std::string_view text, std::string_view why) {
   std::string shown;
@@ -149,6 +176,12 @@ Civil civil(sys_seconds t) {
   return c;
 }
 
+cctz::civil_second to_civil_second(sys_seconds s) {
+  const Civil c = civil(s);
+  return cctz::civil_second(static_cast<int>(c.ymd.year()), static_cast<unsigned>(c.ymd.month()),
+                            static_cast<unsigned>(c.ymd.day()), c.hour, c.minute, c.second);
+}
+
 sys_days month_start(std::chrono::year_month_day ymd) {
   return sys_days(ymd.year() / ymd.month() / 1);
 }
@@ -175,9 +208,24 @@ int lowest_at_or_above(const std::bitset<N>& bits, int from) {
 
 Result<ScheduleSpec> ScheduleSpec::parse(std::string_view text) {
   if (text.size() > 200) return fail_with(bad(text, "longer than 200 characters"));
-  auto parts = words(text);
-  if (parts.empty()) return fail_with(bad(text, "it is empty"));
+  const auto [zone, expression] = split_time_zone(text);
+  auto parts = words(expression);
+  if (parts.empty() && zone.empty()) return fail_with(bad(text, "it is empty"));
   ScheduleSpec spec;
+  if (!zone.empty() || expression.size() != text.size()) {
+    if (!plausible_zone_name(zone)) {
+      return fail_with(bad(text, "CRON_TZ= needs an IANA time zone name, e.g. Europe/Berlin"));
+    }
+    if (!cctz::load_time_zone(std::string(zone), &spec.zone_)) {
+      return fail_with(bad(text, "unknown time zone '" + std::string(zone) +
+                                     "' (an IANA name such as Europe/Berlin)"));
+    }
+    spec.zone_name_ = std::string(zone);
+    if (parts.empty()) return fail_with(bad(text, "CRON_TZ=ZONE comes before a cron expression"));
+    if (parts[0] == "every" || parts[0] == "@every") {
+      return fail_with(bad(text, "a time zone applies to cron expressions, not to 'every'"));
+    }
+  }
   if (parts[0] == "every" || parts[0] == "@every") {
     if (parts.size() != 2) return fail_with(bad(text, "write 'every DURATION', e.g. 'every 30s'"));
     auto every = parse_duration(parts[1]);
@@ -201,6 +249,8 @@ Result<ScheduleSpec> ScheduleSpec::parse(std::string_view text) {
       if (parts[0] == macro) {
         auto expanded = parse(expansion);
         if (!expanded) return expanded;
+        expanded->zone_ = spec.zone_;
+        expanded->zone_name_ = spec.zone_name_;
         return expanded;
       }
     }
@@ -225,7 +275,9 @@ Result<ScheduleSpec> ScheduleSpec::parse(std::string_view text) {
       !ok) {
     return fail_with(ok.error());
   }
-  if (auto ok = parse_field(text, parts[i++], FieldRule{"hour", 0, 23}, cron.hours, nullptr); !ok) {
+  if (auto ok = parse_field(text, parts[i++], FieldRule{"hour", 0, 23}, cron.hours,
+                            &cron.hours_restricted);
+      !ok) {
     return fail_with(ok.error());
   }
   if (auto ok = parse_field(text, parts[i++], FieldRule{"day-of-month", 1, 31}, cron.days,
@@ -268,7 +320,51 @@ std::optional<TimePoint> ScheduleSpec::latest_at_or_before(TimePoint t) const {
     if (n % step != 0 && n < 0) --ticks;  // floor for times before the epoch
     return TimePoint(Duration(ticks * step));
   }
-  sys_seconds s = std::chrono::floor<seconds>(t);
+  // Back through the matching civil times, from the latest one whose tick could be at or
+  // before t: after a fall-back, t's civil time in the offset before the change (the civil
+  // times past t's own came earlier). Ticks fall as the civil times do, so the first tick
+  // found at or before t is the answer once a civil time's latest tick is not after it.
+  const sys_seconds second = std::chrono::floor<seconds>(t);
+  sys_seconds from = second + std::max(offset_at(second), offset_at(second - kZoneSlack));
+  std::optional<TimePoint> best;
+  for (int found = 0; found < kMaxZoneMatches; ++found) {
+    auto civil_match = civil_at_or_before(from);
+    if (!civil_match) break;
+    const Ticks ticks = ticks_of(*civil_match);
+    for (const TimePoint at : {ticks.last, ticks.first}) {
+      if (at <= t && (!best || at > *best)) best = at;
+    }
+    if (best && ticks.last <= *best) break;
+    from = *civil_match - seconds(1);
+  }
+  return best;
+}
+
+std::optional<TimePoint> ScheduleSpec::next_after(TimePoint t) const {
+  if (every_) {
+    auto latest = latest_at_or_before(t);
+    return *latest + *every_;
+  }
+  // Forward through the matching civil times, from the earliest one whose tick could be after
+  // t: after a fall-back, t's civil time in the offset after the change (the repeated civil
+  // times tick again when the hour field is '*').
+  const sys_seconds second = std::chrono::floor<seconds>(t);
+  sys_seconds from = second + std::min(offset_at(second), offset_at(second + kZoneSlack));
+  std::optional<TimePoint> best;
+  for (int found = 0; found < kMaxZoneMatches; ++found) {
+    auto civil_match = civil_at_or_after(from);
+    if (!civil_match) break;
+    const Ticks ticks = ticks_of(*civil_match);
+    for (const TimePoint at : {ticks.first, ticks.last}) {
+      if (at > t && (!best || at < *best)) best = at;
+    }
+    if (best && ticks.first >= *best) break;
+    from = *civil_match + seconds(1);
+  }
+  return best;
+}
+
+std::optional<sys_seconds> ScheduleSpec::civil_at_or_before(sys_seconds s) const {
   const sys_seconds stop = s - kSearchSpan;
   // Every step below moves s back by at least a second, most by a whole unit.
   for (int steps = 0; s >= stop && steps < kMaxSteps; ++steps) {
@@ -304,18 +400,12 @@ std::optional<TimePoint> ScheduleSpec::latest_at_or_before(TimePoint t) const {
       s = sys_seconds(c.day) + hours(c.hour) + minutes(c.minute) - seconds(1);
       continue;
     }
-    return std::chrono::time_point_cast<Duration>(sys_seconds(c.day) + hours(c.hour) +
-                                                  minutes(c.minute) + seconds(second));
+    return sys_seconds(c.day) + hours(c.hour) + minutes(c.minute) + seconds(second);
   }
   return std::nullopt;
 }
 
-std::optional<TimePoint> ScheduleSpec::next_after(TimePoint t) const {
-  if (every_) {
-    auto latest = latest_at_or_before(t);
-    return *latest + *every_;
-  }
-  sys_seconds s = std::chrono::floor<seconds>(t) + seconds(1);
+std::optional<sys_seconds> ScheduleSpec::civil_at_or_after(sys_seconds s) const {
   const sys_seconds stop = s + kSearchSpan;
   // Every step below moves s on by at least a second, most to the start of a whole unit.
   for (int steps = 0; s <= stop && steps < kMaxSteps; ++steps) {
@@ -354,10 +444,45 @@ std::optional<TimePoint> ScheduleSpec::next_after(TimePoint t) const {
       s = sys_seconds(c.day) + hours(c.hour) + minutes(c.minute + 1);
       continue;
     }
-    return std::chrono::time_point_cast<Duration>(sys_seconds(c.day) + hours(c.hour) +
-                                                  minutes(c.minute) + seconds(second));
+    return sys_seconds(c.day) + hours(c.hour) + minutes(c.minute) + seconds(second);
   }
   return std::nullopt;
+}
+
+ScheduleSpec::Ticks ScheduleSpec::ticks_of(sys_seconds civil_time) const {
+  using Lookup = cctz::time_zone::civil_lookup;
+  const Lookup found = zone_.lookup(to_civil_second(civil_time));
+  auto instant = [](auto at) { return std::chrono::time_point_cast<Duration>(at); };
+  switch (found.kind) {
+    case Lookup::SKIPPED:
+      return {instant(found.trans), instant(found.trans)};
+    case Lookup::REPEATED:
+      if (!cron_.hours_restricted) return {instant(found.pre), instant(found.post)};
+      return {instant(found.pre), instant(found.pre)};
+    case Lookup::UNIQUE:
+      break;
+  }
+  return {instant(found.pre), instant(found.pre)};
+}
+
+seconds ScheduleSpec::offset_at(sys_seconds t) const {
+  return seconds(zone_.lookup(t).offset);
+}
+
+ZoneAndExpression split_time_zone(std::string_view spec) {
+  constexpr std::string_view kPrefix = "CRON_TZ=";
+  std::size_t start = spec.find_first_not_of(" \t");
+  if (start == std::string_view::npos || spec.substr(start, kPrefix.size()) != kPrefix) {
+    return {{}, spec};
+  }
+  start += kPrefix.size();
+  const std::size_t end = std::min(spec.find_first_of(" \t", start), spec.size());
+  const std::size_t rest = std::min(spec.find_first_not_of(" \t", end), spec.size());
+  return {spec.substr(start, end - start), spec.substr(rest)};
+}
+
+std::string with_time_zone(std::string_view zone, std::string_view expression) {
+  return "CRON_TZ=" + std::string(zone) + " " + std::string(expression);
 }
 
 std::string schedule_job_key(std::string_view schedule, TimePoint tick) {

@@ -89,6 +89,33 @@ TEST_F(CliTest, SchedulesAreAddedListedRunAndRemoved) {
   EXPECT_EQ(nlohmann::json::parse(rp({"schedule", "list", "--json"}).out).size(), 1u);
 }
 
+TEST_F(CliTest, SchedulesReadCronFieldsInATimeZone) {
+  auto added = rp(
+      {"schedule", "add", "standup", "team", "--cron", "0 9 * * mon-fri", "--tz", "Europe/Berlin"});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  ASSERT_EQ(rp({"schedule", "add", "nightly", "reports", "--cron", "0 3 * * *"}).exit_code, 0);
+  auto schedules = nlohmann::json::parse(rp({"schedule", "list", "--json"}).out);
+  ASSERT_EQ(schedules.size(), 2u);
+  EXPECT_EQ(schedules[0]["name"], "nightly");
+  EXPECT_EQ(schedules[0]["time_zone"], "UTC");
+  EXPECT_EQ(schedules[1]["spec"], "CRON_TZ=Europe/Berlin 0 9 * * mon-fri");
+  EXPECT_EQ(schedules[1]["time_zone"], "Europe/Berlin");
+  auto table = rp({"schedule", "list"});
+  EXPECT_NE(table.out.find("standup  team     0 9 * * mon-fri  Europe/Berlin"), std::string::npos)
+      << table.out;
+
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"schedule", "add", "x", "q", "--cron", "0 9 * * *", "--tz", "Mars/Olympus"},
+           {"schedule", "add", "x", "q", "--cron", "0 9 * * *", "--tz", "../../etc/passwd"},
+           {"schedule", "add", "x", "q", "--every", "1h", "--tz", "Europe/Berlin"},
+           {"schedule", "add", "x", "q", "--cron", "CRON_TZ=UTC 0 9 * * *", "--tz", "UTC"}}) {
+    auto r = rp(args);
+    EXPECT_EQ(r.exit_code, 2) << args.back() << ": " << r.err;
+    EXPECT_TRUE(is_one_line_reason(r.err)) << r.err;
+  }
+  EXPECT_EQ(nlohmann::json::parse(rp({"schedule", "list", "--json"}).out).size(), 2u);
+}
+
 TEST_F(CliTest, MetricsArePrometheusText) {
   enqueue("q", "a");
   enqueue("q", "b", {"--delay", "1h"});

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace readpast::detail {
 namespace {
 
@@ -116,6 +119,86 @@ TEST(ScheduleSpec, RejectsWhatIsNotASchedule) {
     }
   }
   EXPECT_FALSE(ScheduleSpec::parse(std::string(1000, '*')).has_value());
+}
+
+// Europe/Berlin in 2026: CET (+01) springs forward to CEST (+02) on 29 March at 01:00Z
+// (02:00 local becomes 03:00); CEST falls back to CET on 25 October at 01:00Z (03:00 local
+// becomes 02:00, so 02:00-02:59 local happens twice).
+constexpr std::string_view kBerlin = "CRON_TZ=Europe/Berlin ";
+
+std::string berlin(std::string_view cron) {
+  return std::string(kBerlin) + std::string(cron);
+}
+
+TEST(ScheduleSpec, ATimeZoneReadsTheFieldsInLocalTime) {
+  EXPECT_EQ(spec(berlin("0 9 * * *")).time_zone(), "Europe/Berlin");
+  EXPECT_EQ(spec("0 9 * * *").time_zone(), "UTC");
+  // 09:00 local is 08:00Z in winter and 07:00Z in summer, on either side of the change.
+  EXPECT_EQ(next(berlin("0 9 * * *"), "2026-03-27T12:00:00Z"), "2026-03-28T08:00:00.000000Z");
+  EXPECT_EQ(next(berlin("0 9 * * *"), "2026-03-28T12:00:00Z"), "2026-03-29T07:00:00.000000Z");
+  EXPECT_EQ(latest(berlin("0 9 * * *"), "2026-03-29T06:59:59Z"), "2026-03-28T08:00:00.000000Z");
+  EXPECT_EQ(next(berlin("0 9 * * *"), "2026-10-24T12:00:00Z"), "2026-10-25T08:00:00.000000Z");
+  EXPECT_EQ(next(berlin("@daily"), "2026-11-22T12:00:00Z"), "2026-11-22T23:00:00.000000Z");
+  EXPECT_EQ(next("CRON_TZ=UTC 0 9 * * *", "2026-11-22T12:00:00Z"), "2026-11-23T09:00:00.000000Z");
+}
+
+TEST(ScheduleSpec, ALocalTimeSkippedBySpringForwardTicksWhenTheGapEnds) {
+  // 02:30 does not exist on 29 March: the daily job runs at 03:00 local (01:00Z), once.
+  EXPECT_EQ(next(berlin("30 2 * * *"), "2026-03-28T02:00:00Z"), "2026-03-29T01:00:00.000000Z");
+  EXPECT_EQ(next(berlin("30 2 * * *"), "2026-03-29T01:00:00Z"), "2026-03-30T00:30:00.000000Z");
+  EXPECT_EQ(latest(berlin("30 2 * * *"), "2026-03-29T05:00:00Z"), "2026-03-29T01:00:00.000000Z");
+  // Every 15 minutes: 01:45 local, then 03:00 (02:00-02:45 and 03:00 are one instant), 03:15.
+  EXPECT_EQ(next(berlin("*/15 * * * *"), "2026-03-29T00:45:00Z"), "2026-03-29T01:00:00.000000Z");
+  EXPECT_EQ(next(berlin("*/15 * * * *"), "2026-03-29T01:00:00Z"), "2026-03-29T01:15:00.000000Z");
+  EXPECT_EQ(latest(berlin("*/15 * * * *"), "2026-03-29T01:14:59Z"), "2026-03-29T01:00:00.000000Z");
+}
+
+TEST(ScheduleSpec, ALocalTimeRepeatedByFallBackTicksOnceUnlessTheHourIsAStar) {
+  // 02:30 local happens at 00:30Z (CEST) and 01:30Z (CET): a fixed hour ticks at the first.
+  EXPECT_EQ(next(berlin("30 2 * * *"), "2026-10-24T12:00:00Z"), "2026-10-25T00:30:00.000000Z");
+  EXPECT_EQ(next(berlin("30 2 * * *"), "2026-10-25T00:30:00Z"), "2026-10-26T01:30:00.000000Z");
+  EXPECT_EQ(latest(berlin("30 2 * * *"), "2026-10-25T01:45:00Z"), "2026-10-25T00:30:00.000000Z")
+      << "in the second 02:xx, the civil time 02:30 still came first at 00:30Z";
+  EXPECT_EQ(latest(berlin("50 2 * * *"), "2026-10-25T01:05:00Z"), "2026-10-25T00:50:00.000000Z")
+      << "02:50 CEST came before 02:05 CET, though its civil time is later";
+  // With the hour a star, every 15 minutes keeps its rhythm through both 02:xx hours.
+  std::vector<std::string> ticks;
+  TimePoint t = at("2026-10-25T00:40:00Z");
+  for (int i = 0; i < 7; ++i) {
+    auto tick = spec(berlin("*/15 * * * *")).next_after(t);
+    ASSERT_TRUE(tick.has_value());
+    ticks.push_back(format_time(*tick).substr(11, 5));
+    t = *tick;
+  }
+  EXPECT_EQ(ticks, (std::vector<std::string>{"00:45", "01:00", "01:15", "01:30", "01:45", "02:00",
+                                             "02:15"}));
+  EXPECT_EQ(latest(berlin("*/15 * * * *"), "2026-10-25T01:20:00Z"), "2026-10-25T01:15:00.000000Z");
+  EXPECT_EQ(latest(berlin("*/15 * * * *"), "2026-10-25T00:59:00Z"), "2026-10-25T00:45:00.000000Z");
+  // Hourly at :00: 01:00 CEST, 02:00 CEST, 02:00 CET, 03:00 CET, an hour apart each.
+  EXPECT_EQ(next(berlin("0 * * * *"), "2026-10-25T00:00:00Z"), "2026-10-25T01:00:00.000000Z");
+  EXPECT_EQ(next(berlin("0 * * * *"), "2026-10-25T01:00:00Z"), "2026-10-25T02:00:00.000000Z");
+}
+
+TEST(ScheduleSpec, ABadTimeZoneIsRefused) {
+  for (std::string_view bad :
+       {"CRON_TZ=Mars/Olympus 0 9 * * *", "CRON_TZ= 0 9 * * *",
+        "CRON_TZ=../../etc/passwd 0 9 * * *", "CRON_TZ=/usr/share/zoneinfo/UTC 0 9 * * *",
+        "CRON_TZ=Europe/Berlin", "CRON_TZ=Europe/Berlin every 1h"}) {
+    auto parsed = ScheduleSpec::parse(bad);
+    EXPECT_FALSE(parsed.has_value()) << "'" << bad << "' was accepted";
+    if (!parsed) {
+      EXPECT_EQ(parsed.error().code, ErrorCode::kInvalidArgument);
+      EXPECT_EQ(parsed.error().message.find('\n'), std::string::npos);
+    }
+  }
+}
+
+TEST(ScheduleSpec, SplitsAndWritesTheZonePrefix) {
+  auto [zone, expression] = split_time_zone("CRON_TZ=Europe/Berlin 0 9 * * *");
+  EXPECT_EQ(zone, "Europe/Berlin");
+  EXPECT_EQ(expression, "0 9 * * *");
+  EXPECT_EQ(split_time_zone("0 9 * * *").zone, "");
+  EXPECT_EQ(with_time_zone("Asia/Tokyo", "@daily"), "CRON_TZ=Asia/Tokyo @daily");
 }
 
 TEST(ScheduleSpec, JobKeyNamesTheScheduleAndTick) {
