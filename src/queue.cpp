@@ -245,6 +245,14 @@ Result<std::vector<bool>> Queue::extend_batch(std::span<const LeasedRef> refs,
   return state_->engine->extend(refs, lease_duration);
 }
 
+Result<std::vector<bool>> Queue::leases_held(std::span<const LeasedRef> refs) {
+  for (const auto& ref : refs) {
+    if (auto ok = validate_ref(ref.token); !ok) return fail_with(ok.error());
+  }
+  if (refs.empty()) return std::vector<bool>{};
+  return state_->engine->held(refs);
+}
+
 Status Queue::release(JobId id, const LeaseToken& token, Duration delay) {
   if (auto ok = validate_ref(token); !ok) return ok;
   if (auto ok = detail::validate_non_negative_duration(delay, "release delay"); !ok) return ok;

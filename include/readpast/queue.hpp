@@ -57,6 +57,10 @@ class Queue {
   // Batch forms: one statement; result[i] tells whether refs[i] still held its lease.
   Result<std::vector<bool>> complete_batch(std::span<const LeasedRef> refs);
   Result<std::vector<bool>> extend_batch(std::span<const LeasedRef> refs, Duration lease_duration);
+  // result[i] tells whether refs[i] still holds its lease (its job is running under that
+  // token): a read that changes nothing, so a worker can ask every fraction of a second and
+  // stop a job that was cancelled (or taken over) without waiting for its next extend.
+  Result<std::vector<bool>> leases_held(std::span<const LeasedRef> refs);
   // result[i] is where items[i]'s job went, or nullopt when it no longer held its lease.
   Result<std::vector<std::optional<FailOutcome>>> fail_batch(std::span<const FailRequest> items);
 

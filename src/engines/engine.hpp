@@ -72,6 +72,9 @@ class Engine {
   virtual Result<std::vector<bool>> extend(std::span<const LeasedRef> refs,
                                            Duration lease_duration) = 0;
   virtual Result<std::vector<bool>> release(std::span<const LeasedRef> refs, Duration delay) = 0;
+  // Which leases are still held (the job running under that token): reads only, so that a
+  // worker can ask often (Queue::leases_held).
+  virtual Result<std::vector<bool>> held(std::span<const LeasedRef> refs) = 0;
   // See Queue::wait_for_work.
   virtual Result<bool> wait_for_work(std::string_view queue, Duration timeout) = 0;
   virtual Result<std::int64_t> rescue_expired(std::string_view queue) = 0;

@@ -103,6 +103,25 @@ TEST_P(QueueTest, TokenOfACancelledJobIsLeaseLost) {
   EXPECT_EQ(get(id).state, JobState::kCancelled);
 }
 
+TEST_P(QueueTest, LeasesHeldTellsWhichLeasesStillHoldAndChangesNothing) {
+  enqueue("q", "a");
+  enqueue("q", "b");
+  enqueue("q", "c");
+  std::vector<Job> leased = lease("q", 3);
+  ASSERT_EQ(leased.size(), 3u);
+  std::vector<LeasedRef> refs;
+  for (const Job& job : leased) refs.push_back({job.id, *job.lease_token});
+  EXPECT_EQ(ok(q().leases_held(refs)), (std::vector<bool>{true, true, true}));
+
+  ok(q().complete(leased[0].id, *leased[0].lease_token));
+  EXPECT_EQ(ok(q().cancel(std::vector<JobId>{leased[1].id})), std::vector<JobId>{leased[1].id});
+  refs.push_back({leased[2].id, LeaseToken::random()});  // someone else's token
+  const std::string before = snapshot();
+  EXPECT_EQ(ok(q().leases_held(refs)), (std::vector<bool>{false, false, true, false}));
+  EXPECT_EQ(snapshot(), before) << "asking changed the database";
+  EXPECT_TRUE(ok(q().leases_held({})).empty());
+}
+
 TEST_P(QueueTest, TokenOfADeadJobIsLeaseLost) {
   auto spec = new_job("q");
   spec.max_attempts = 1;

@@ -68,6 +68,39 @@ TEST_P(WorkerTest, ALostLeaseStopsTheHandlerAndDiscardsItsResult) {
   EXPECT_EQ(worker.counters().succeeded, 0);
 }
 
+TEST_P(WorkerTest, ACancelStopsTheHandlerWithinASecondWhateverTheLease) {
+  // The default 30 s lease is extended every 10 s; between extends the worker reads whether
+  // its leases still hold (runtime.cpp, kLeaseCheck), so the handler (an --exec command:
+  // SIGTERM) is stopped within a second of the cancel. The bound leaves room for sanitizer
+  // builds on a busy machine; without the check the stop comes at the next extend, 10 s.
+  JobId id = enqueue("q");
+  Queue admin = open_another();
+  WorkerOptions o = options();
+  o.lease_duration = 30s;
+  Worker worker(q(), o);
+  std::atomic<std::int64_t> stopped_at{0};
+  ASSERT_TRUE(worker.handle("q", [&](const Job& job, std::stop_token cancel) {
+    auto result = wait_for_cancel(job, cancel);
+    stopped_at = std::chrono::steady_clock::now().time_since_epoch().count();
+    return result;
+  }));
+  std::atomic<std::int64_t> cancelled_at{0};
+  std::thread canceller([&] {
+    ASSERT_TRUE(wait_for_state(id, JobState::kRunning));
+    std::this_thread::sleep_for(100ms);  // not just after a check
+    cancelled_at = std::chrono::steady_clock::now().time_since_epoch().count();
+    ASSERT_TRUE(admin.cancel(std::vector<JobId>{id}));
+  });
+  ASSERT_TRUE(worker.run());
+  canceller.join();
+  ASSERT_NE(stopped_at.load(), 0);
+  const auto took = std::chrono::steady_clock::duration(stopped_at - cancelled_at);
+  EXPECT_LT(took, 1500ms) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                          << " ms from the cancel to the handler's stop";
+  EXPECT_EQ(get(id).state, JobState::kCancelled);
+  EXPECT_EQ(worker.counters().lost, 1);
+}
+
 TEST_P(WorkerTest, LeasesAreExtendedWhileAHandlerRuns) {
   JobId id = enqueue("q");
   WorkerOptions o = options();

@@ -19,6 +19,7 @@
 #include <limits>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -680,6 +681,27 @@ class MariadbEngine final : public Engine {
       if (!rows) return fail_with(rows.error());
       return to_time(rows->int64(0, 0));
     });
+  }
+
+  Result<std::vector<bool>> held(std::span<const LeasedRef> refs) override {
+    std::string json = "[";
+    for (const LeasedRef& ref : refs) append_lease_pair(json, ref.id, ref.token);
+    json += ']';
+    return with_connection<std::vector<bool>>(
+        true, [&](Connection& c) -> Result<std::vector<bool>> {
+          using Q = sql::held_many;
+          auto rows = c.run<Q>(c.params<Q>().set(Q::refs, json));
+          if (!rows) return fail_with(rows.error());
+          std::set<std::pair<JobId, std::string>> matched;
+          for (std::size_t r = 0; r < rows->size(); ++r) {
+            matched.emplace(rows->int64(r, 0), std::string(rows->text(r, 1)));
+          }
+          std::vector<bool> held;
+          held.reserve(refs.size());
+          for (const LeasedRef& ref : refs)
+            held.push_back(matched.contains({ref.id, ref.token.hex()}));
+          return held;
+        });
   }
 
   Result<std::optional<Job>> get(JobId id) override {

@@ -281,6 +281,10 @@ class PostgresEngine final : public Engine {
         ref_params<pg::sql::extend>(refs).int8(pg::sql::extend::lease_us, lease_duration.count()));
   }
 
+  Result<std::vector<bool>> held(std::span<const LeasedRef> refs) override {
+    return settle(sql_.held, refs, ref_params<pg::sql::held>(refs));
+  }
+
   Result<std::vector<bool>> release(std::span<const LeasedRef> refs, Duration delay) override {
     return settle(
         sql_.release, refs,

@@ -100,6 +100,7 @@ Sql::Sql(const SchemaName& schema)
       complete_delete(make<sql::complete_delete>("complete_delete", schema)),
       fail(make<sql::fail>("fail", schema)),
       extend(make<sql::extend>("extend", schema)),
+      held(make<sql::held>("held", schema)),
       release(make<sql::release>("release", schema)),
       rescue(make<sql::rescue>("rescue", schema)),
       cancel(make<sql::cancel>("cancel", schema)),

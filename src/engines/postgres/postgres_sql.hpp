@@ -69,6 +69,7 @@ struct Sql {
   Statement complete_delete;
   Statement fail;
   Statement extend;
+  Statement held;
   Statement release;
   Statement rescue;
   Statement cancel;

@@ -514,6 +514,23 @@ class SqliteEngine final : public Engine {
 
   Result<TimePoint> now() override { return to_time(now_micros()); }
 
+  Result<std::vector<bool>> held(std::span<const LeasedRef> refs) override {
+    return read<std::vector<bool>>([&](Connection& c) -> Result<std::vector<bool>> {
+      std::vector<bool> held;
+      held.reserve(refs.size());
+      for (const LeasedRef& ref : refs) {
+        auto query = c.prepare(sql::held::text);
+        if (!query) return fail_with(query.error());
+        (*query)->bind(sql::held::id, ref.id);
+        (*query)->bind(sql::held::token, std::string_view(ref.token.hex()));
+        auto row = (*query)->step();
+        if (!row) return fail_with(row.error());
+        held.push_back(*row);
+      }
+      return held;
+    });
+  }
+
   Result<std::optional<Job>> get(JobId id) override {
     return read<std::optional<Job>>([&](Connection& c) -> Result<std::optional<Job>> {
       auto query = c.prepare(sql::get::text);

@@ -200,6 +200,13 @@ UPDATE JSON_TABLE(:refs, '$[*]' COLUMNS (id BIGINT PATH '$[0]', token CHAR(32) P
   SET j.lease_expires_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) + :lease_duration
   WHERE j.state = 'running' AND j.lease_token = l.token;
 
+-- name: held_many
+-- Which of these leases are still held: a read (Queue::leases_held).
+SELECT l.id, l.token
+  FROM JSON_TABLE(:refs, '$[*]' COLUMNS (id BIGINT PATH '$[0]', token CHAR(32) PATH '$[1]')) l
+  STRAIGHT_JOIN readpast_jobs j ON j.id = l.id
+  WHERE j.state = 'running' AND j.lease_token = l.token;
+
 -- name: release_many
 UPDATE JSON_TABLE(:refs, '$[*]' COLUMNS (id BIGINT PATH '$[0]', token CHAR(32) PATH '$[1]')) l
   STRAIGHT_JOIN readpast_jobs j ON j.id = l.id

@@ -248,6 +248,13 @@ FROM unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
 WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
 RETURNING j.id, r.token;
 
+-- name: held
+-- Which of these leases are still held: a read (Queue::leases_held).
+SELECT j.id, r.token
+FROM :"schema".jobs j
+JOIN unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token) ON j.id = r.id
+WHERE j.state = 'running' AND j.lease_token = r.token;
+
 -- name: release
 -- Gives back the attempt the lease spent.
 UPDATE :"schema".jobs j

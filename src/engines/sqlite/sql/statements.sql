@@ -112,6 +112,10 @@ UPDATE readpast_jobs SET
 UPDATE readpast_jobs SET lease_expires_at = :now + :lease_duration
   WHERE id = :id AND state = 'running' AND lease_token = :token;
 
+-- name: held
+-- Is the lease still held? A read (Queue::leases_held).
+SELECT 1 FROM readpast_jobs WHERE id = :id AND state = 'running' AND lease_token = :token;
+
 -- name: release
 -- Gives back the attempt the lease spent.
 UPDATE readpast_jobs SET state = 'available', run_at = :now + :delay,
