@@ -3,12 +3,11 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <iostream>
 
 #include "cli/arguments.hpp"
-#include "cli/job_text.hpp"
 #include "cli/session.hpp"
+#include "cli/usage_errors.hpp"
 #include "core/url.hpp"
 #include "readpast/version.hpp"
 
@@ -42,21 +41,6 @@ std::string one_line(std::string text) {
 
 void print_error(const std::string& message) {
   std::cerr << "readpast: " << one_line(message) << std::endl;
-}
-
-// The subcommand named on the command line, found the way CLI11 would: the first word
-// that is not an option or the value of a global option.
-std::string first_word(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg(argv[i]);
-    if (arg == "--") return i + 1 < argc ? argv[i + 1] : "";
-    if (arg == "--db" || arg == "--max-payload" || arg == "--log-format") {
-      ++i;
-      continue;
-    }
-    if (!arg.starts_with("-")) return std::string(arg);
-  }
-  return {};
 }
 
 // Wraps at spaces so that no line is longer than `width` (longer words stay whole).
@@ -135,17 +119,7 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::string word = first_word(argc, argv);
-    bool known = std::any_of(commands.begin(), commands.end(),
-                             [&](const Command& c) { return c.app->get_name() == word; });
-    if (!word.empty() && !known) {
-      print_error(fmt::format("unknown command '{}' (see 'readpast --help')",
-                              escape_for_terminal(word, 40)));
-    } else if (known) {
-      print_error(fmt::format("{} (see 'readpast {} --help')", e.what(), word));
-    } else {
-      print_error(fmt::format("{} (see 'readpast --help')", e.what()));
-    }
+    print_error(usage_error_message(e, app));
     return kExitUsage;
   }
 
