@@ -22,7 +22,7 @@ std::string footer() {
   }
   return "Database: --db URL, else $READPAST_DB, else sqlite:readpast.db.\nURLs: " + urls +
          R"(.
-DUR: 500ms, 30s, 5m, 2h, 7d, 1.5s, 1m30s. TIME: RFC 3339, e.g. 2026-11-22T10:00:00Z.
+DUR: 500ms, 30s, 5m, 2h, 7d, 1.5s, 1m30s, 0. TIME: RFC 3339, e.g. 2026-11-22T10:00:00Z.
 
 Exit status: 0 success; 2 malformed command line (nothing was done);
 1 any other failure. The reason is one line on stderr, after "readpast: ".

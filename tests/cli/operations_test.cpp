@@ -145,6 +145,19 @@ TEST_F(CliTest, JsonLogsCarryTheEventsFields) {
   EXPECT_EQ(rp({"--log-format", "xml", "stats"}).exit_code, 2);
 }
 
+TEST_F(CliTest, RetainSucceededZeroDeletesJobsAsTheyComplete) {
+  auto succeeds = enqueue("q", "ok");
+  auto fails = enqueue("q", "bad", {"--max-attempts", "1"});
+  // "0", as the help says, not only "0s".
+  auto r = rp({"work", "q", "--exec", "test \"$(cat)\" = ok", "--drain", "--retain-succeeded", "0",
+               "--retain-dead", "forever"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto gone = rp({"show", std::to_string(succeeds)});
+  EXPECT_EQ(gone.exit_code, 1) << "the succeeded job is still there: " << gone.out;
+  EXPECT_EQ(stats("q")["succeeded"], 0);
+  EXPECT_EQ(show(fails)["state"], "dead") << "only succeeded jobs are deleted";
+}
+
 TEST_F(CliTest, WorkerRetentionOptions) {
   auto id = enqueue("q", "x", {"--max-attempts", "1"});
   // The options are accepted (the passes themselves are tested with the Worker), and bad
