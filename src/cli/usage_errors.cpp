@@ -15,7 +15,7 @@ namespace readpast::cli {
 namespace {
 
 // What the user typed, as it may be shown: escaped, and cut short.
-std::string shown(std::string_view text) {
+std::string printable(std::string_view text) {
   return escape_for_terminal(text, 40);
 }
 
@@ -95,8 +95,8 @@ std::optional<std::string> unplaced_argument(const CLI::App& root, const CLI::Ap
     if (!is_option(arg)) continue;
     const std::string name = arg.substr(0, arg.find('='));
     const auto near = nearest_name(name, option_names(command));
-    if (near) return fmt::format("unknown option {} (did you mean {}?)", shown(name), *near);
-    return fmt::format("unknown option {} {}", shown(name), help_hint(command));
+    if (near) return fmt::format("unknown option {} (did you mean {}?)", printable(name), *near);
+    return fmt::format("unknown option {} {}", printable(name), help_hint(command));
   }
   if (unplaced.empty()) return std::nullopt;
   const std::string& word = unplaced.front();
@@ -107,14 +107,14 @@ std::optional<std::string> unplaced_argument(const CLI::App& root, const CLI::Ap
     if (!path.empty()) path += ' ';
     const auto near = nearest_name(word, subcommand_names(command));
     if (near)
-      return fmt::format("unknown command '{}{}' (did you mean '{}{}'?)", path, shown(word), path,
-                         *near);
-    return fmt::format("unknown command '{}{}' {}", path, shown(word), help_hint(command));
+      return fmt::format("unknown command '{}{}' (did you mean '{}{}'?)", path, printable(word),
+                         path, *near);
+    return fmt::format("unknown command '{}{}' {}", path, printable(word), help_hint(command));
   }
-  return fmt::format("unexpected argument '{}' {}", shown(word), help_hint(command));
+  return fmt::format("unexpected argument '{}' {}", printable(word), help_hint(command));
 }
 
-std::optional<double> number(std::string_view text) {
+std::optional<double> parse_bound(std::string_view text) {
   double value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
@@ -126,7 +126,7 @@ std::optional<double> number(std::string_view text) {
 // such as CLI::PositiveNumber, would read "from 0.000000 to 1797...", so the commands use
 // Ranges of whole numbers.)
 std::string range_words(std::string_view low, std::string_view high) {
-  const auto max = number(high);
+  const auto max = parse_bound(high);
   if (max && *max >= std::numeric_limits<int>::max()) return fmt::format("of at least {}", low);
   return fmt::format("from {} to {}", low, high);
 }
@@ -154,16 +154,17 @@ std::string validation_message(std::string_view text, const CLI::App& command) {
       if (auto to = bounds.find(" to "); to != std::string_view::npos) {
         return fmt::format("{}: expected {} {}, got '{}'", name, expected,
                            range_words(bounds.substr(0, to), bounds.substr(to + 4)),
-                           shown(rest.substr(0, at)));
+                           printable(rest.substr(0, at)));
       }
     }
     if (auto at = rest.find(" could not be converted"); at != std::string_view::npos) {
-      return fmt::format("{}: expected {}, got '{}'", name, expected, shown(rest.substr(0, at)));
+      return fmt::format("{}: expected {}, got '{}'", name, expected,
+                         printable(rest.substr(0, at)));
     }
   }
   if (auto at = message.rfind(" not in {"); at != std::string_view::npos) {
     return fmt::format("{}: expected one of {}, got '{}'", name,
-                       member_list(message.substr(at + 8)), shown(message.substr(0, at)));
+                       member_list(message.substr(at + 8)), printable(message.substr(0, at)));
   }
   return std::string(text);
 }
@@ -175,7 +176,7 @@ std::string conversion_message(std::string_view text, const CLI::App& command) {
   if (!text.starts_with(kPrefix) || equals == std::string_view::npos) return std::string(text);
   const std::string name(text.substr(kPrefix.size(), equals - kPrefix.size()));
   return fmt::format("{}: expected {}, got '{}'", name, expected_value(find_option(command, name)),
-                     shown(text.substr(equals + 3)));
+                     printable(text.substr(equals + 3)));
 }
 
 // "NAME is required", or "A subcommand is required".
