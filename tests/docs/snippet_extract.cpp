@@ -142,11 +142,14 @@ int main(int argc, char** argv) {
     std::cerr << "usage: snippet_extract OUT_DIR CONTEXT_DIR ROOT FILE.md...\n";
     return 2;
   }
+  // Absolute: the generated files are compiled from another directory.
   const fs::path out_dir = argv[1];
-  const fs::path context_dir = argv[2];
-  const fs::path root = argv[3];
+  const fs::path context_dir = fs::absolute(argv[2]);
+  const fs::path root = fs::absolute(argv[3]);
   fs::create_directories(out_dir);
   bool ok = true;
-  for (int i = 4; i < argc; ++i) ok = extract(argv[i], root, out_dir, context_dir) && ok;
+  for (int i = 4; i < argc; ++i) {
+    ok = extract(fs::absolute(argv[i]), root, out_dir, context_dir) && ok;
+  }
   return ok ? 0 : 1;
 }
