@@ -3,12 +3,11 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <iostream>
 
 #include "cli/arguments.hpp"
-#include "cli/job_text.hpp"
 #include "cli/session.hpp"
+#include "cli/usage_errors.hpp"
 #include "core/url.hpp"
 #include "readpast/version.hpp"
 
@@ -23,7 +22,7 @@ std::string footer() {
   }
   return "Database: --db URL, else $READPAST_DB, else sqlite:readpast.db.\nURLs: " + urls +
          R"(.
-DUR: 500ms, 30s, 5m, 2h, 7d, 1.5s, 1m30s. TIME: RFC 3339, e.g. 2026-11-22T10:00:00Z.
+DUR: 500ms, 30s, 5m, 2h, 7d, 1.5s, 1m30s, 0. TIME: RFC 3339, e.g. 2026-11-22T10:00:00Z.
 
 Exit status: 0 success; 2 malformed command line (nothing was done);
 1 any other failure. The reason is one line on stderr, after "readpast: ".
@@ -42,21 +41,6 @@ std::string one_line(std::string text) {
 
 void print_error(const std::string& message) {
   std::cerr << "readpast: " << one_line(message) << std::endl;
-}
-
-// The subcommand named on the command line, found the way CLI11 would: the first word
-// that is not an option or the value of a global option.
-std::string first_word(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg(argv[i]);
-    if (arg == "--") return i + 1 < argc ? argv[i + 1] : "";
-    if (arg == "--db" || arg == "--max-payload" || arg == "--log-format") {
-      ++i;
-      continue;
-    }
-    if (!arg.starts_with("-")) return std::string(arg);
-  }
-  return {};
 }
 
 // Wraps at spaces so that no line is longer than `width` (longer words stay whole).
@@ -135,17 +119,7 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::string word = first_word(argc, argv);
-    bool known = std::any_of(commands.begin(), commands.end(),
-                             [&](const Command& c) { return c.app->get_name() == word; });
-    if (!word.empty() && !known) {
-      print_error(fmt::format("unknown command '{}' (see 'readpast --help')",
-                              escape_for_terminal(word, 40)));
-    } else if (known) {
-      print_error(fmt::format("{} (see 'readpast {} --help')", e.what(), word));
-    } else {
-      print_error(fmt::format("{} (see 'readpast --help')", e.what()));
-    }
+    print_error(usage_error_message(e, app));
     return kExitUsage;
   }
 

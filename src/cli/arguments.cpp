@@ -22,6 +22,9 @@ std::string lower(std::string_view text) {
 }  // namespace
 
 CliResult<Duration> parse_duration_arg(std::string_view option, std::string_view text) {
+  // Zero needs no unit: `--retain-succeeded 0` is what its help says ("0 deletes them on
+  // completion"), and `--grace 0` reads as meant.
+  if (text == "0") return Duration::zero();
   auto d = parse_duration(text);
   if (!d) return fail_cli(usage_error(fmt::format("{}: {}", option, d.error().message)));
   return *d;

@@ -15,7 +15,7 @@
 
 namespace readpast::cli {
 
-// DUR: "500ms", "30s", "1m30s", "1.5h", "7d".
+// DUR: "500ms", "30s", "1m30s", "1.5h", "7d"; "0" with no unit too.
 CliResult<Duration> parse_duration_arg(std::string_view option, std::string_view text);
 // As above, and more than zero.
 CliResult<Duration> parse_positive_duration_arg(std::string_view option, std::string_view text);

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -226,7 +227,7 @@ Command add_enqueue_command(CLI::App& parent) {
   app->add_option("--max-attempts", args->max_attempts,
                   "Attempts before the job is dead (default: 25)")
       ->type_name("N")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   app->add_option("--unique", args->unique_key,
                   "Enqueue nothing when an available or running job of the queue holds KEY; "
                   "print that job's id")

@@ -3,7 +3,11 @@
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/base_sink.h>
 
+#include <algorithm>
+#include <array>
+#include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
@@ -66,6 +70,24 @@ spdlog::level::level_enum spdlog_level(LogLevel level) {
   return spdlog::level::info;
 }
 
+// The library's fields that hold numbers (docs/worker.md, "Observability"). LogRecord
+// carries every value as text; these are written as JSON numbers, so that a log pipeline
+// can compare and sum them without a cast. A field is a number by its name, never by its
+// look: a queue or worker may well be called "42", and stays a string.
+constexpr std::array<std::string_view, 4> kNumberFields = {"job_id", "attempt", "duration_ms",
+                                                           "removed"};
+
+nlohmann::ordered_json field_value(std::string_view key, const std::string& value) {
+  if (std::find(kNumberFields.begin(), kNumberFields.end(), key) == kNumberFields.end()) {
+    return value;
+  }
+  std::int64_t number = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+  // Text that is not a whole number (it cannot be, today) is kept rather than lost.
+  if (ec != std::errc() || end != value.data() + value.size()) return value;
+  return number;
+}
+
 std::string json_line(std::chrono::system_clock::time_point time, std::string_view level,
                       std::string_view message,
                       const std::vector<std::pair<std::string, std::string>>& fields) {
@@ -75,7 +97,7 @@ std::string json_line(std::chrono::system_clock::time_point time, std::string_vi
       {"msg", message},
   };
   for (const auto& [key, value] : fields) {
-    if (key != "time" && key != "level" && key != "msg") line[key] = value;
+    if (key != "time" && key != "level" && key != "msg") line[key] = field_value(key, value);
   }
   // Text that is not valid UTF-8 (a command's stderr) is replaced, never fatal.
   return line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";

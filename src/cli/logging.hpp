@@ -20,7 +20,7 @@ namespace readpast::cli {
 enum class LogStyle {
   kPlain,        // "readpast: message" — one-shot commands
   kTimestamped,  // "2026-11-22 10:00:00.123 warning: message" — the long-running worker
-  kJson,         // {"time": "...", "level": "info", "msg": "...", "job_id": "7", ...}
+  kJson,         // {"time": "...", "level": "info", "msg": "...", "job_id": 7, ...}
 };
 
 // The lowest level shown at a verbosity: 0 info, 1 (-v) debug, -1 (-q) warnings.

@@ -1,5 +1,7 @@
 #include "server/api_support.hpp"
 
+#include <fmt/format.h>
+
 #include <charconv>
 
 #include "readpast/queue.hpp"
@@ -38,8 +40,10 @@ Result<std::int64_t> query_integer(const HttpRequest& request, std::string_view 
   if (!text) return fallback;
   auto value = parse_integer(*text);
   if (!value || *value < low || *value > high) {
-    return fail_with(Error::invalid_argument("?" + std::string(name) + "= must be from " +
-                                             std::to_string(low) + " to " + std::to_string(high)));
+    // fmt::format: a literal prepended to a std::string trips GCC 12's false -Wrestrict at
+    // -O3 (GCC bug 105329).
+    return fail_with(
+        Error::invalid_argument(fmt::format("?{}= must be from {} to {}", name, low, high)));
   }
   return *value;
 }

@@ -27,6 +27,9 @@ inline constexpr int kMaxJsonDepth = 256;
 // parser to refuse).
 bool nests_deeper_than(std::string_view text, int limit) noexcept;
 
+// "'field' must be TYPE"
+Error field_error(std::string_view field, std::string_view what);
+
 class JsonBody {
  public:
   // An empty body reads as {}. Anything but a JSON object, or one nested deeper than
@@ -55,8 +58,7 @@ class JsonBody {
   template <class T>
   static Result<T> required(Result<std::optional<T>> value, std::string_view field) {
     if (!value) return fail_with(value.error());
-    if (!*value)
-      return fail_with(Error::invalid_argument("'" + std::string(field) + "' is required"));
+    if (!*value) return fail_with(field_error(field, "is required"));
     return std::move(**value);
   }
 
@@ -66,8 +68,5 @@ class JsonBody {
  private:
   nlohmann::json value_;
 };
-
-// "'field' must be TYPE"
-Error field_error(std::string_view field, std::string_view what);
 
 }  // namespace readpast::server

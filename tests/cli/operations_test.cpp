@@ -161,15 +161,51 @@ TEST_F(CliTest, JsonLogsCarryTheEventsFields) {
     EXPECT_TRUE(event.contains("msg"));
     if (event.value("event", "") == "job_dead") {
       saw_dead = true;
-      EXPECT_EQ(event["job_id"], std::to_string(id));
+      // Numbers as JSON numbers, text as strings.
+      EXPECT_EQ(event["job_id"], id);
       EXPECT_EQ(event["queue"], "q");
-      EXPECT_EQ(event["attempt"], "1");
+      EXPECT_EQ(event["attempt"], 1);
       EXPECT_EQ(event["level"], "error");
       EXPECT_NE(event["error"].get<std::string>().find("exit status 3"), std::string::npos);
     }
   }
   EXPECT_TRUE(saw_dead) << r.err;
   EXPECT_EQ(rp({"--log-format", "xml", "stats"}).exit_code, 2);
+}
+
+TEST_F(CliTest, JsonLogsWriteNumbersAsNumbersAndNamesAsText) {
+  // A queue and a worker whose names look like numbers stay strings: fields are numbers by
+  // what they are, not by how they look.
+  auto id = enqueue("42", "x");
+  auto r = rp({"--log-format", "json", "-v", "work", "42", "--exec", "true", "--drain",
+               "--worker-id", "7"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  bool saw_success = false;
+  for (const auto& line : lines_of(r.err)) {
+    auto event = nlohmann::json::parse(line);
+    if (event.value("event", "") != "job_succeeded") continue;
+    saw_success = true;
+    EXPECT_TRUE(event["job_id"].is_number_integer()) << line;
+    EXPECT_EQ(event["job_id"], id) << line;
+    EXPECT_TRUE(event["attempt"].is_number_integer()) << line;
+    EXPECT_TRUE(event["duration_ms"].is_number_integer()) << line;
+    EXPECT_EQ(event["queue"], "42") << line;
+    EXPECT_EQ(event["worker"], "7") << line;
+  }
+  EXPECT_TRUE(saw_success) << r.err;
+}
+
+TEST_F(CliTest, RetainSucceededZeroDeletesJobsAsTheyComplete) {
+  auto succeeds = enqueue("q", "ok");
+  auto fails = enqueue("q", "bad", {"--max-attempts", "1"});
+  // "0", as the help says, not only "0s".
+  auto r = rp({"work", "q", "--exec", "test \"$(cat)\" = ok", "--drain", "--retain-succeeded", "0",
+               "--retain-dead", "forever"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto gone = rp({"show", std::to_string(succeeds)});
+  EXPECT_EQ(gone.exit_code, 1) << "the succeeded job is still there: " << gone.out;
+  EXPECT_EQ(stats("q")["succeeded"], 0);
+  EXPECT_EQ(show(fails)["state"], "dead") << "only succeeded jobs are deleted";
 }
 
 TEST_F(CliTest, WorkerRetentionOptions) {
