@@ -148,6 +148,8 @@ test('the overview shows counts change as jobs are enqueued and worked', async (
                    (text) => text !== '0', 'finished per second');
   await eventually(() => page.locator('#chart').getAttribute('data-points'),
                    (n) => Number(n) > 0, 'chart points');
+  // The chart spans what the server keeps and docs/http.md states: 10 minutes.
+  await page.getByText('up to the last 10 minutes').waitFor();
 });
 
 test('a dead job: its payload shows as text, and a retry makes it succeed', async () => {

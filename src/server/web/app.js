@@ -7,7 +7,8 @@
 'use strict';
 
 const REFRESH_MS = 2000;
-const CHART_SPAN_S = 300;
+// The throughput history the server keeps (ServerOptions::throughput_history, docs/http.md).
+const CHART_SPAN_S = 600;
 const TOKEN_KEY = 'readpast-token';
 
 // ---- helpers ------------------------------------------------------------------------
@@ -192,7 +193,7 @@ function overview(main) {
          el('span', {class: 'legend'},
             el('i', {class: 'swatch ok'}), 'succeeded/s',
             el('i', {class: 'swatch dead'}), 'failed (dead)/s',
-            el('span', {class: 'muted'}, ' · up to the last 5 minutes'))),
+            el('span', {class: 'muted'}, ' · up to the last 10 minutes'))),
       canvas);
   const body = el('tbody', {});
   const table = el('section', {class: 'panel'},
@@ -286,7 +287,7 @@ function drawChart(canvas, history) {
   const plotW = width - left - right, plotH = height - top - bottom;
   const points = history.points || [];
   const end = points.length ? new Date(points[points.length - 1].t).getTime() : Date.now();
-  // The last five minutes; less while the server has not been up that long (at least one).
+  // The last ten minutes; less while the server has not been up that long (at least one).
   const first = points.length ? new Date(points[0].t).getTime() : end;
   const span = Math.min(CHART_SPAN_S, Math.max(60, Math.ceil((end - first) / 1000)));
   const start = end - span * 1000;
