@@ -271,6 +271,19 @@ Result<std::int64_t> Queue::rescue_expired(std::string_view queue) {
 Result<std::vector<JobId>> Queue::cancel(std::span<const JobId> ids) {
   if (ids.empty()) return std::vector<JobId>{};
   return state_->engine->cancel(ids);
+Result<std::int64_t> Queue::rescue_expired_all() {
+  auto stats = state_->engine->stats(std::nullopt);
+  if (!stats) return fail_with(stats.error());
+  std::int64_t total = 0;
+  for (const QueueStats& s : *stats) {
+    if (s.expired == 0) continue;
+    auto rescued = state_->engine->rescue_expired(s.queue);
+    if (!rescued) return fail_with(rescued.error());
+    total += *rescued;
+  }
+  return total;
+}
+
 }
 
 Result<std::vector<JobId>> Queue::retry(std::span<const JobId> ids) {

@@ -119,7 +119,10 @@ struct QueueStats {
   std::string queue;
   std::int64_t available = 0;  // includes scheduled
   std::int64_t scheduled = 0;  // available with run_at in the future
-  std::int64_t running = 0;
+  std::int64_t running = 0;    // includes expired
+  // Running jobs whose lease has passed and that no rescue has moved yet (their worker is
+  // probably gone; Queue::rescue_expired, `readpast rescue`).
+  std::int64_t expired = 0;
   std::int64_t succeeded = 0;
   std::int64_t dead = 0;
   std::int64_t cancelled = 0;

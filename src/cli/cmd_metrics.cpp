@@ -17,6 +17,7 @@ Command add_metrics_command(CLI::App& parent) {
       "Print the jobs of every queue (or of QUEUE) per state, the scheduled ones, the age of "
       "the oldest available job and whether the queue is paused, in the Prometheus text "
       "exposition format (gauges readpast_jobs{queue,state}, readpast_jobs_scheduled, "
+      "readpast_jobs_expired, "
       "readpast_queue_oldest_available_age_seconds, readpast_queue_paused).");
   app->add_option("QUEUE", *queue_name, "Only this queue");
   return {app, [queue_name](Session& session) -> CliStatus {
