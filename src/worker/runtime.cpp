@@ -168,7 +168,7 @@ auto Runtime::retry_unavailable(std::string_view what, Call&& call, Clock::time_
   for (;;) {
     auto result = call();
     if (result) {
-      outage_.recovered();
+      outage_.recovered(what);
       return result;
     }
     if (!result.error().is_unavailable()) return result;
@@ -251,7 +251,7 @@ void Runtime::fetch_loop(std::size_t index) {
     }
     auto woken = queue_.wait_for_work(queue, idle_wait);
     if (woken) {
-      outage_.recovered();
+      outage_.recovered("waiting for jobs");
       if (!*woken) idle_wait = std::min(idle_wait * 2, options_.idle_wait_max);
     } else if (woken.error().is_unavailable()) {
       outage_.failed("waiting for jobs", woken.error());
@@ -292,7 +292,7 @@ Runtime::Fetched Runtime::fetch_once(std::size_t index) {
     outage_.failed("leasing", jobs.error());
     return Fetched::kUnavailable;
   }
-  outage_.recovered();
+  outage_.recovered("leasing");
   if (jobs->empty()) return Fetched::kNone;
 
   std::vector<Held*> leased_while_stopping;
@@ -345,7 +345,7 @@ bool Runtime::drained(std::size_t index) {
     }
     return false;
   }
-  outage_.recovered();
+  outage_.recovered("reading stats");
   return std::all_of(stats->begin(), stats->end(),
                      [](const QueueStats& s) { return s.available == 0 && s.running == 0; });
 }
@@ -667,7 +667,7 @@ void Runtime::heartbeat_loop() {
       }
       continue;
     }
-    outage_.recovered();
+    outage_.recovered("extending leases");
     std::vector<std::stop_source> to_stop;
     std::vector<Held*> lost_waiting;
     for (std::size_t i = 0; i < refs.size() && i < extended->size(); ++i) {
@@ -777,7 +777,7 @@ void Runtime::maintenance_loop() {
               {{"event", "schedule_error"}, {"error", enqueued.error().message}});
         }
       } else {
-        outage_.recovered();
+        outage_.recovered("enqueuing scheduled jobs");
         for (const ScheduledJob& job : *enqueued) {
           log(LogLevel::kInfo,
               "schedule " + job.schedule + ": enqueued job " + std::to_string(job.id) + " for " +
