@@ -11,6 +11,7 @@
 #include "cli/job_text.hpp"
 #include "cli/logging.hpp"
 #include "cli/progress.hpp"
+#include "cli/retention_args.hpp"
 #include "cli/session.hpp"
 #include "core/url.hpp"
 #include "core/validate.hpp"
@@ -39,9 +40,7 @@ struct WorkArgs {
   std::optional<std::string> worker_id;
   std::optional<std::string> backoff_base;
   std::optional<std::string> backoff_cap;
-  std::optional<std::string> retain_succeeded;
-  std::optional<std::string> retain_cancelled;
-  std::optional<std::string> retain_dead;
+  RetentionArgs retention;
   bool no_schedules = false;
   bool no_progress = false;
   bool pass_db_password = false;
@@ -53,15 +52,6 @@ struct WorkPlan {
   QueueConfig config;
   QueueOptions queue;
 };
-
-// DUR, or "forever" (nullopt: kept until purged by hand).
-CliResult<std::optional<Duration>> parse_retention_arg(std::string_view option,
-                                                       std::string_view text) {
-  if (text == "forever") return std::optional<Duration>{};
-  auto d = parse_duration_arg(option, text);
-  if (!d) return fail_cli(d.error());
-  return std::optional<Duration>(*d);
-}
 
 CliResult<WorkPlan> plan(const WorkArgs& args) {
   WorkPlan plan;
@@ -112,22 +102,9 @@ CliResult<WorkPlan> plan(const WorkArgs& args) {
     }
     plan.config.backoff = backoff;
   }
-  Retention& retention = plan.queue.retention;
-  if (args.retain_succeeded) {
-    auto d = parse_duration_arg("--retain-succeeded", *args.retain_succeeded);
-    if (!d) return fail_cli(d.error());
-    retention.succeeded = *d;
-  }
-  if (args.retain_cancelled) {
-    auto d = parse_retention_arg("--retain-cancelled", *args.retain_cancelled);
-    if (!d) return fail_cli(d.error());
-    retention.cancelled = *d;
-  }
-  if (args.retain_dead) {
-    auto d = parse_retention_arg("--retain-dead", *args.retain_dead);
-    if (!d) return fail_cli(d.error());
-    retention.dead = *d;
-  }
+  auto retention = parse_retention(args.retention);
+  if (!retention) return fail_cli(retention.error());
+  plan.queue.retention = *retention;
   return plan;
 }
 
@@ -270,15 +247,7 @@ Command add_work_command(CLI::App& parent) {
       ->type_name("DUR");
   app->add_option("--backoff-cap", args->backoff_cap, "Longest delay between retries (default: 1h)")
       ->type_name("DUR");
-  app->add_option("--retain-succeeded", args->retain_succeeded,
-                  "How long succeeded jobs are kept; 0 deletes them on completion (default: 24h)")
-      ->type_name("DUR");
-  app->add_option("--retain-cancelled", args->retain_cancelled,
-                  "How long cancelled jobs are kept, or 'forever' (default: 7d)")
-      ->type_name("DUR");
-  app->add_option("--retain-dead", args->retain_dead,
-                  "How long dead jobs are kept, or 'forever' (default: 7d)")
-      ->type_name("DUR");
+  add_retention_options(*app, args->retention);
   app->add_flag("--no-schedules", args->no_schedules,
                 "Do not enqueue the ticks of periodic schedules in this worker");
   app->add_flag("--no-progress", args->no_progress,
