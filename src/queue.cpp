@@ -268,9 +268,6 @@ Result<std::int64_t> Queue::rescue_expired(std::string_view queue) {
   return state_->engine->rescue_expired(queue);
 }
 
-Result<std::vector<JobId>> Queue::cancel(std::span<const JobId> ids) {
-  if (ids.empty()) return std::vector<JobId>{};
-  return state_->engine->cancel(ids);
 Result<std::int64_t> Queue::rescue_expired_all() {
   auto stats = state_->engine->stats(std::nullopt);
   if (!stats) return fail_with(stats.error());
@@ -284,6 +281,9 @@ Result<std::int64_t> Queue::rescue_expired_all() {
   return total;
 }
 
+Result<std::vector<JobId>> Queue::cancel(std::span<const JobId> ids) {
+  if (ids.empty()) return std::vector<JobId>{};
+  return state_->engine->cancel(ids);
 }
 
 Result<std::vector<JobId>> Queue::retry(std::span<const JobId> ids) {

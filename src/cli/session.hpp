@@ -94,11 +94,11 @@ Command add_show_command(CLI::App& parent);
 Command add_retry_command(CLI::App& parent);
 Command add_cancel_command(CLI::App& parent);
 Command add_purge_command(CLI::App& parent);
+Command add_rescue_command(CLI::App& parent);
 Command add_pause_command(CLI::App& parent);
 Command add_resume_command(CLI::App& parent);
 Command add_schedule_command(CLI::App& parent);
 Command add_metrics_command(CLI::App& parent);
-Command add_rescue_command(CLI::App& parent);
 Command add_serve_command(CLI::App& parent);
 
 // The whole program: parses argv, runs the command, prints "readpast: <reason>" on

@@ -334,7 +334,6 @@ class SqliteEngine final : public Engine {
         const JobState state = parse_job_state(s.text(1)).value_or(JobState::kAvailable);
         set_state_counts(q, state, s.int64(2), s.int64(3));
         if (state == JobState::kAvailable) {
-          q.scheduled = s.int64(3);
           if (auto oldest = s.optional_int64(4)) q.oldest_available_age = Duration(now - *oldest);
         }
       }
