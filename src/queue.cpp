@@ -108,6 +108,9 @@ Status lease_lost(JobId id) {
 Result<Queue> Queue::open(std::string_view url, QueueOptions options) {
   auto parsed = detail::parse_database_url(url);
   if (!parsed) return fail_with(parsed.error());
+  if (options.read_only && options.init_schema) {
+    return fail_with(Error::invalid_argument("a read-only Queue cannot create the schema"));
+  }
   if (auto ok = options.backoff.validate(); !ok) return fail_with(ok.error());
   for (const auto& [name, backoff] : options.queue_backoff) {
     if (auto ok = validate_queue_name(name); !ok) return fail_with(ok.error());

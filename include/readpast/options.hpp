@@ -70,6 +70,11 @@ struct QueueOptions {
   Duration rescue_interval = std::chrono::seconds(1);  // Default: 1s
   // Create or upgrade the schema when opening. Default: false (run `readpast init`).
   bool init_schema = false;
+  // Only read: every call that writes fails. SQLite opens the file read-only, so that a
+  // file on a read-only path, in a read-only directory or on a read-only file system can
+  // still be read (the servers' engines leave permissions to the server). Not with
+  // init_schema. Default: false.
+  bool read_only = false;
   // Where warnings go (e.g. "database busy, retrying"). Default: nowhere.
   Logger logger;
 };

@@ -24,7 +24,7 @@ Command add_metrics_command(CLI::App& parent) {
             if (*queue_name) {
               if (auto ok = check_queue_name(**queue_name); !ok) return ok;
             }
-            auto queue = session.open();
+            auto queue = session.open_to_read();
             if (!queue) return fail_cli(queue.error());
             auto stats =
                 *queue_name ? queue->stats(std::string_view(**queue_name)) : queue->stats();

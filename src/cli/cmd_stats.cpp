@@ -115,7 +115,7 @@ CliStatus watch(Session& session, const StatsArgs& args) {
     cv.notify_all();
   });
   if (auto ok = signals.status(); !ok) return fail_cli(failure(ok.error()));
-  auto opened = session.open();
+  auto opened = session.open_to_read();
   if (!opened) return fail_cli(opened.error());
   Queue& queue = *opened;
   Console& console = session.console();
@@ -145,7 +145,7 @@ CliStatus stats(Session& session, const StatsArgs& args) {
     return fail_cli(usage_error("--watch and --json do not go together"));
   if (args.count && !args.watch) return fail_cli(usage_error("--count needs --watch"));
   if (args.watch) return watch(session, args);
-  auto queue = session.open();
+  auto queue = session.open_to_read();
   if (!queue) return fail_cli(queue.error());
   auto sample = take_sample(*queue, args, std::nullopt);
   if (!sample) return fail_cli(sample.error());

@@ -717,6 +717,7 @@ Result<std::unique_ptr<Engine>> open_sqlite_engine(const DatabaseUrl& url,
   Connection::Settings settings;
   settings.path = url.location;
   settings.create = options.init_schema;
+  settings.read_only = options.read_only;
   auto busy = parse_int_param(url, "busy_timeout", 10000);
   if (!busy) return fail_with(busy.error());
   settings.busy_timeout_ms = *busy;
