@@ -183,27 +183,27 @@ TEST_P(QueueTest, StatsCountExpiredLeasesUntilARescueMovesThem) {
   ASSERT_EQ(short_leases.size(), 2u);
   lease_one("q", "w", std::chrono::minutes(5));
   lease_one("other", "w", std::chrono::minutes(5));
-  auto stats_of = [this](const std::string& name) {
+  auto stats_named = [this](const std::string& name) {
     for (const QueueStats& s : ok(q().stats())) {
       if (s.queue == name) return s;
     }
     return QueueStats{.queue = name};
   };
-  EXPECT_EQ(stats_of("q").expired, 0) << "no lease has passed yet";
+  EXPECT_EQ(stats_named("q").expired, 0) << "no lease has passed yet";
   std::this_thread::sleep_for(kShortLease + kClockTolerance);
 
   // Expired jobs stay counted as running: nothing moved them.
-  QueueStats all = stats_of("q");
+  QueueStats all = stats_named("q");
   EXPECT_EQ(all.running, 3);
   EXPECT_EQ(all.expired, 2);
-  EXPECT_EQ(stats_of("other").expired, 0);
+  EXPECT_EQ(stats_named("other").expired, 0);
   auto one = ok(q().stats("q"));
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(dump(one[0]), dump(all)) << "stats of one queue and of all disagree";
 
   // rescue_expired_all finds the queue by its expired count and moves both jobs.
   EXPECT_EQ(ok(q().rescue_expired_all()), 2);
-  all = stats_of("q");
+  all = stats_named("q");
   EXPECT_EQ(all.expired, 0);
   EXPECT_EQ(all.running, 1);
   EXPECT_EQ(all.available, 2);
