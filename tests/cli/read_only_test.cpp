@@ -91,6 +91,12 @@ TEST_F(ReadOnlyDatabaseTest, OnAReadOnlyFileSystemReadsWorkAndWritesSayWhy) {
   ASSERT_FALSE(std::filesystem::exists(path + "-shm")) << "the database was left open";
   expect_reads_work();
   expect_writes_refused(path, "the file system is mounted read-only");
+  // A new database there: the same line.
+  const std::string other = mount_point.file("new.db");
+  auto init = run_readpast(scratch_.path(), {"--db", "sqlite:" + other, "init"});
+  EXPECT_EQ(init.exit_code, 1) << init.err;
+  EXPECT_EQ(init.err, "readpast: cannot write database file '" + other +
+                          "': the file system is mounted read-only\n");
 }
 
 TEST_F(ReadOnlyDatabaseTest, InAReadOnlyDirectoryReadsWorkAndWritesSayWhy) {
@@ -102,6 +108,12 @@ TEST_F(ReadOnlyDatabaseTest, InAReadOnlyDirectoryReadsWorkAndWritesSayWhy) {
   expect_reads_work();
   expect_writes_refused(path,
                         "its directory " + dir.path().string() + " is not writable by this user");
+  const std::string other = dir.file("new.db");
+  auto init = run_readpast(scratch_.path(), {"--db", "sqlite:" + other, "init"});
+  EXPECT_EQ(init.exit_code, 1) << init.err;
+  EXPECT_NE(init.err.find("cannot write database file '" + other + "': its directory"),
+            std::string::npos)
+      << init.err;
   ::chmod(dir.path().c_str(), 0755);  // so that it can be removed
 }
 

@@ -63,7 +63,13 @@ Result<std::unique_ptr<Connection>> Connection::open(const Settings& settings) {
   flags |= SQLITE_OPEN_NOMUTEX;
   if (settings.create && !settings.read_only) flags |= SQLITE_OPEN_CREATE;
   auto connection = open_file(settings.path, flags);
-  if (!connection) return fail_with(connection.error());
+  if (!connection) {
+    // E.g. `readpast init` of a new file in a directory it cannot write.
+    if (!settings.read_only && !why_not_writable(settings.path).empty()) {
+      return fail_with(not_writable(settings.path, connection.error().message));
+    }
+    return fail_with(connection.error());
+  }
   sqlite3* raw = (*connection)->db_.get();
   if (settings.read_only) {
     // A WAL-mode read needs the -shm file, which a read-only place cannot get. When no

@@ -21,7 +21,10 @@ std::string why_not_writable(const std::string& path) {
   if (::statvfs(dir.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY) != 0) {
     return "the file system is mounted read-only";
   }
-  if (::access(path.c_str(), W_OK) != 0) return "the file is not writable by this user";
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && ::access(path.c_str(), W_OK) != 0) {
+    return "the file is not writable by this user";
+  }
   if (::access(dir.c_str(), W_OK) != 0) {
     const std::string name = std::filesystem::path(path).filename().string();
     return "its directory " + dir + " is not writable by this user, and SQLite must create " +
