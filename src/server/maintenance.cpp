@@ -96,10 +96,6 @@ Result<std::int64_t> Maintenance::run_once() {
   return total;
 }
 
-}  // namespace readpast::server
-
-namespace readpast::server {
-
 Result<std::int64_t> Maintenance::retention_once() {
   const Duration interval = options_.retention_interval.value_or(std::chrono::minutes(1));
   auto stats = queue_.stats();
