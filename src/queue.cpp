@@ -108,6 +108,9 @@ Status lease_lost(JobId id) {
 Result<Queue> Queue::open(std::string_view url, QueueOptions options) {
   auto parsed = detail::parse_database_url(url);
   if (!parsed) return fail_with(parsed.error());
+  if (options.read_only && options.init_schema) {
+    return fail_with(Error::invalid_argument("a read-only Queue cannot create the schema"));
+  }
   if (auto ok = options.backoff.validate(); !ok) return fail_with(ok.error());
   for (const auto& [name, backoff] : options.queue_backoff) {
     if (auto ok = validate_queue_name(name); !ok) return fail_with(ok.error());
@@ -274,6 +277,19 @@ Result<bool> Queue::wait_for_work(std::string_view queue, Duration timeout) {
 Result<std::int64_t> Queue::rescue_expired(std::string_view queue) {
   if (auto ok = validate_queue_name(queue); !ok) return fail_with(ok.error());
   return state_->engine->rescue_expired(queue);
+}
+
+Result<std::int64_t> Queue::rescue_expired_all() {
+  auto stats = state_->engine->stats(std::nullopt);
+  if (!stats) return fail_with(stats.error());
+  std::int64_t total = 0;
+  for (const QueueStats& s : *stats) {
+    if (s.expired == 0) continue;
+    auto rescued = state_->engine->rescue_expired(s.queue);
+    if (!rescued) return fail_with(rescued.error());
+    total += *rescued;
+  }
+  return total;
 }
 
 Result<std::vector<JobId>> Queue::cancel(std::span<const JobId> ids) {

@@ -70,6 +70,11 @@ struct QueueOptions {
   Duration rescue_interval = std::chrono::seconds(1);  // Default: 1s
   // Create or upgrade the schema when opening. Default: false (run `readpast init`).
   bool init_schema = false;
+  // Only read: every call that writes fails. SQLite opens the file read-only, so that a
+  // file on a read-only path, in a read-only directory or on a read-only file system can
+  // still be read (the servers' engines leave permissions to the server). Not with
+  // init_schema. Default: false.
+  bool read_only = false;
   // Where warnings go (e.g. "database busy, retrying"). Default: nowhere.
   Logger logger;
 };
@@ -119,7 +124,10 @@ struct QueueStats {
   std::string queue;
   std::int64_t available = 0;  // includes scheduled
   std::int64_t scheduled = 0;  // available with run_at in the future
-  std::int64_t running = 0;
+  std::int64_t running = 0;    // includes expired
+  // Running jobs whose lease has passed and that no rescue has moved yet (their worker is
+  // probably gone; Queue::rescue_expired, `readpast rescue`).
+  std::int64_t expired = 0;
   std::int64_t succeeded = 0;
   std::int64_t dead = 0;
   std::int64_t cancelled = 0;

@@ -76,6 +76,10 @@ class Queue {
   // when their attempts are spent). lease() does this by itself at most once per
   // options.rescue_interval; returns how many jobs moved.
   Result<std::int64_t> rescue_expired(std::string_view queue);
+  // rescue_expired of every queue that stats() finds with expired leases. It costs one
+  // stats() (a count over every job) besides the rescues: for an operator's command, not
+  // for a loop.
+  Result<std::int64_t> rescue_expired_all();
 
   // available or running → cancelled. Returns the ids that were cancelled.
   Result<std::vector<JobId>> cancel(std::span<const JobId> ids);

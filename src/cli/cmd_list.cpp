@@ -39,7 +39,7 @@ CliStatus list(Session& session, const ListArgs& args) {
     if (!state) return fail_cli(state.error());
     request.state = *state;
   }
-  auto queue = session.open();
+  auto queue = session.open_to_read();
   if (!queue) return fail_cli(queue.error());
   auto jobs = queue->list(request);
   if (!jobs) return fail_cli(failure(jobs.error()));

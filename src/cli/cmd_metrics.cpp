@@ -17,13 +17,14 @@ Command add_metrics_command(CLI::App& parent) {
       "Print the jobs of every queue (or of QUEUE) per state, the scheduled ones, the age of "
       "the oldest available job and whether the queue is paused, in the Prometheus text "
       "exposition format (gauges readpast_jobs{queue,state}, readpast_jobs_scheduled, "
+      "readpast_jobs_expired, "
       "readpast_queue_oldest_available_age_seconds, readpast_queue_paused).");
   app->add_option("QUEUE", *queue_name, "Only this queue");
   return {app, [queue_name](Session& session) -> CliStatus {
             if (*queue_name) {
               if (auto ok = check_queue_name(**queue_name); !ok) return ok;
             }
-            auto queue = session.open();
+            auto queue = session.open_to_read();
             if (!queue) return fail_cli(queue.error());
             auto stats =
                 *queue_name ? queue->stats(std::string_view(**queue_name)) : queue->stats();

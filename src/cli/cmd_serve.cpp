@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "cli/arguments.hpp"
+#include "cli/retention_args.hpp"
 #include "cli/session.hpp"
 #include "readpast/worker.hpp"
 #include "server/server.hpp"
@@ -23,6 +24,7 @@ struct ServeArgs {
   int max_connections = server::HttpLimits{}.max_connections;
   int backlog = server::HttpLimits{}.backlog;
   std::string sample_interval = "2s";
+  RetentionArgs retention;
 };
 
 CliResult<server::ServerOptions> plan(const ServeArgs& args) {
@@ -55,6 +57,8 @@ CliResult<server::ServerOptions> plan(const ServeArgs& args) {
 CliStatus serve(Session& session, const ServeArgs& args) {
   auto options = plan(args);
   if (!options) return fail_cli(options.error());
+  auto retention = parse_retention(args.retention);
+  if (!retention) return fail_cli(retention.error());
   session.use_worker_log_style();
   // A client that hangs up mid-response must give EPIPE, not kill the server.
   ::signal(SIGPIPE, SIG_IGN);
@@ -65,7 +69,9 @@ CliStatus serve(Session& session, const ServeArgs& args) {
   // A token given with --token is as secret as READPAST_TOKEN: scrubbed from the log and
   // from the errors that workers store through the API.
   if (options->token) session.add_secret(*options->token);
-  auto queue = session.open();
+  QueueOptions queue_options;
+  queue_options.retention = *retention;
+  auto queue = session.open(std::move(queue_options));
   if (!queue) return fail_cli(queue.error());
   options->logger = session.library_logger();
   options->secrets = session.secrets();
@@ -90,7 +96,11 @@ Command add_serve_command(CLI::App& parent) {
       "dashboard at http://ADDRESS/ until SIGTERM or SIGINT. It listens on 127.0.0.1:8080 by "
       "default; any address other than a loopback one needs --token (or READPAST_TOKEN), "
       "which every API request must then carry as 'Authorization: Bearer TOKEN'. Prefer "
-      "READPAST_TOKEN: a command line is visible to other users of the machine.");
+      "READPAST_TOKEN: a command line is visible to other users of the machine. The server "
+      "also does for every queue what workers do for theirs: every second it ends expired "
+      "leases of the queues with running jobs (see 'readpast rescue'), and it takes turns with "
+      "the workers at deleting finished jobs past their retention (--retain-*), so that a "
+      "queue nobody works on is kept tidy too.");
   app->add_option("--listen", args->listen, "HOST:PORT to listen on (default: 127.0.0.1:8080)")
       ->type_name("ADDR");
   app->add_option("--token", args->token,
@@ -125,6 +135,7 @@ Command add_serve_command(CLI::App& parent) {
   app->add_option("--sample-interval", args->sample_interval,
                   "How often the throughput is sampled (default: 2s)")
       ->type_name("DUR");
+  add_retention_options(*app, args->retention);
   return {app, [args](Session& session) { return serve(session, *args); }};
 }
 

@@ -16,7 +16,7 @@ struct ShowArgs {
 };
 
 CliStatus show(Session& session, const ShowArgs& args) {
-  auto queue = session.open();
+  auto queue = session.open_to_read();
   if (!queue) return fail_cli(queue.error());
   auto job = queue->get(args.id);
   if (!job) return fail_cli(failure(job.error()));

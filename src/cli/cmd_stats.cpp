@@ -115,7 +115,7 @@ CliStatus watch(Session& session, const StatsArgs& args) {
     cv.notify_all();
   });
   if (auto ok = signals.status(); !ok) return fail_cli(failure(ok.error()));
-  auto opened = session.open();
+  auto opened = session.open_to_read();
   if (!opened) return fail_cli(opened.error());
   Queue& queue = *opened;
   Console& console = session.console();
@@ -145,7 +145,7 @@ CliStatus stats(Session& session, const StatsArgs& args) {
     return fail_cli(usage_error("--watch and --json do not go together"));
   if (args.count && !args.watch) return fail_cli(usage_error("--count needs --watch"));
   if (args.watch) return watch(session, args);
-  auto queue = session.open();
+  auto queue = session.open_to_read();
   if (!queue) return fail_cli(queue.error());
   auto sample = take_sample(*queue, args, std::nullopt);
   if (!sample) return fail_cli(sample.error());
@@ -159,6 +159,7 @@ CliStatus stats(Session& session, const StatsArgs& args) {
                {"AVAILABLE", Align::kRight},
                {"SCHEDULED", Align::kRight},
                {"RUNNING", Align::kRight},
+               {"EXPIRED", Align::kRight},
                {"SUCCEEDED", Align::kRight},
                {"DEAD", Align::kRight},
                {"CANCELLED", Align::kRight},
@@ -166,9 +167,9 @@ CliStatus stats(Session& session, const StatsArgs& args) {
                {"PAUSED"}});
   for (const auto& s : stats) {
     table.add_row({s.queue, std::to_string(s.available), std::to_string(s.scheduled),
-                   std::to_string(s.running), std::to_string(s.succeeded), std::to_string(s.dead),
-                   std::to_string(s.cancelled), age_text(s.oldest_available_age),
-                   s.paused ? "yes" : "no"});
+                   std::to_string(s.running), std::to_string(s.expired),
+                   std::to_string(s.succeeded), std::to_string(s.dead), std::to_string(s.cancelled),
+                   age_text(s.oldest_available_age), s.paused ? "yes" : "no"});
   }
   session.console().write_stdout(table.render());
   return {};
@@ -181,14 +182,16 @@ Command add_stats_command(CLI::App& parent) {
   auto* app = add_command(
       parent, "stats", "Count jobs per state, per queue",
       "Count the jobs of every queue (or of QUEUE) per state. 'available' includes "
-      "'scheduled' (run_at still in the future); OLDEST AVAILABLE is the age of the oldest "
-      "job that is due and waiting. --watch redraws the table every --interval with the rates "
+      "'scheduled' (run_at still in the future); 'running' includes 'expired' (the lease has "
+      "passed and no rescue has moved the job yet: its worker is probably gone; see 'readpast "
+      "rescue'); OLDEST AVAILABLE is the age of the oldest job that is due and waiting. --watch "
+      "redraws the table every --interval with the rates "
       "of jobs that succeeded and died per second (jobs deleted on completion, with a zero "
       "retention, are not counted), until Ctrl-C.");
   app->add_option("QUEUE", args->queue, "Only this queue");
   app->add_flag("--json", args->json,
-                "Print {\"queues\": {NAME: {available, scheduled, running, succeeded, dead, "
-                "cancelled, oldest_available_age_s, paused}}}");
+                "Print {\"queues\": {NAME: {available, scheduled, running, expired, succeeded, "
+                "dead, cancelled, oldest_available_age_s, paused}}}");
   app->add_flag("--watch", args->watch, "Refresh a live table with rates until Ctrl-C");
   app->add_option("--interval", args->interval, "With --watch: how often (default: 1s)")
       ->type_name("DUR");

@@ -4,13 +4,17 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <memory>
 #include <optional>
+#include <string_view>
+#include <vector>
 
 #include "cli/arguments.hpp"
 #include "cli/job_text.hpp"
 #include "cli/logging.hpp"
 #include "cli/progress.hpp"
+#include "cli/retention_args.hpp"
 #include "cli/session.hpp"
 #include "core/url.hpp"
 #include "core/validate.hpp"
@@ -39,9 +43,7 @@ struct WorkArgs {
   std::optional<std::string> worker_id;
   std::optional<std::string> backoff_base;
   std::optional<std::string> backoff_cap;
-  std::optional<std::string> retain_succeeded;
-  std::optional<std::string> retain_cancelled;
-  std::optional<std::string> retain_dead;
+  RetentionArgs retention;
   bool no_schedules = false;
   bool no_progress = false;
   bool pass_db_password = false;
@@ -49,23 +51,33 @@ struct WorkArgs {
 
 // What the command line asks of the Worker and of the Queue it works on.
 struct WorkPlan {
+  std::vector<std::string> queues;  // QUEUE split at its commas, in the order given
   WorkerOptions worker;
   QueueConfig config;
   QueueOptions queue;
 };
 
-// DUR, or "forever" (nullopt: kept until purged by hand).
-CliResult<std::optional<Duration>> parse_retention_arg(std::string_view option,
-                                                       std::string_view text) {
-  if (text == "forever") return std::optional<Duration>{};
-  auto d = parse_duration_arg(option, text);
-  if (!d) return fail_cli(d.error());
-  return std::optional<Duration>(*d);
+// "Q1,Q2,...": every name valid (a comma is never part of one), none twice.
+CliResult<std::vector<std::string>> split_queues(std::string_view list) {
+  std::vector<std::string> queues;
+  for (std::size_t start = 0;;) {
+    const std::size_t comma = list.find(',', start);
+    std::string name(list.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    if (auto ok = check_queue_name(name); !ok) return fail_cli(ok.error());
+    if (std::find(queues.begin(), queues.end(), name) != queues.end()) {
+      return fail_cli(usage_error(fmt::format("queue '{}' is named twice", name)));
+    }
+    queues.push_back(std::move(name));
+    if (comma == std::string_view::npos) return queues;
+    start = comma + 1;
+  }
 }
 
 CliResult<WorkPlan> plan(const WorkArgs& args) {
   WorkPlan plan;
-  if (auto ok = check_queue_name(args.queue); !ok) return fail_cli(ok.error());
+  auto queues = split_queues(args.queue);
+  if (!queues) return fail_cli(queues.error());
+  plan.queues = std::move(*queues);
   if (args.command.empty()) return fail_cli(usage_error("--exec: the command is empty"));
   plan.config.concurrency = args.concurrency;
   if (args.concurrency + args.prefetch > kMaxHeld) {
@@ -112,22 +124,9 @@ CliResult<WorkPlan> plan(const WorkArgs& args) {
     }
     plan.config.backoff = backoff;
   }
-  Retention& retention = plan.queue.retention;
-  if (args.retain_succeeded) {
-    auto d = parse_duration_arg("--retain-succeeded", *args.retain_succeeded);
-    if (!d) return fail_cli(d.error());
-    retention.succeeded = *d;
-  }
-  if (args.retain_cancelled) {
-    auto d = parse_retention_arg("--retain-cancelled", *args.retain_cancelled);
-    if (!d) return fail_cli(d.error());
-    retention.cancelled = *d;
-  }
-  if (args.retain_dead) {
-    auto d = parse_retention_arg("--retain-dead", *args.retain_dead);
-    if (!d) return fail_cli(d.error());
-    retention.dead = *d;
-  }
+  auto retention = parse_retention(args.retention);
+  if (!retention) return fail_cli(retention.error());
+  plan.queue.retention = *retention;
   return plan;
 }
 
@@ -194,14 +193,20 @@ CliStatus work(Session& session, const WorkArgs& args) {
   worker_options.log_level = lowest_level_shown(session.verbosity());
   const std::string worker_id = worker_options.worker_id;
   Worker worker(*queue, std::move(worker_options));
-  if (auto ok = worker.handle(args.queue, worker::ExecHandler(std::move(exec)), planned->config);
-      !ok) {
-    return fail_cli(usage_error(ok.error().message));
+  // One lane per queue, each with --concurrency commands at once; the commands share one
+  // ExecHandler's settings.
+  const worker::ExecHandler handler(std::move(exec));
+  for (const std::string& name : planned->queues) {
+    if (auto ok = worker.handle(name, handler, planned->config); !ok) {
+      return fail_cli(usage_error(ok.error().message));
+    }
   }
 
-  session.log().info("worker {} on queue {} of {}: {} at once ({} held ahead), running: {}",
-                     worker_id, args.queue, session.printable_db_url(), args.concurrency,
-                     args.prefetch, escape_for_terminal(args.command, 200));
+  session.log().info("worker {} on {} {} of {}: {} at once{} ({} held ahead), running: {}",
+                     worker_id, planned->queues.size() > 1 ? "queues" : "queue", args.queue,
+                     session.printable_db_url(), args.concurrency,
+                     planned->queues.size() > 1 ? " per queue" : "", args.prefetch,
+                     escape_for_terminal(args.command, 200));
   signals.on_signal([&worker](int) { worker.stop(); });
   std::optional<ProgressLine> progress;
   if (!args.no_progress && console.stderr_is_terminal()) {
@@ -224,8 +229,9 @@ CliStatus work(Session& session, const WorkArgs& args) {
 Command add_work_command(CLI::App& parent) {
   auto args = std::make_shared<WorkArgs>();
   auto* app = add_command(
-      parent, "work", "Run the jobs of a queue as shell commands",
-      "Run the jobs of QUEUE: each one as '/bin/sh -c CMD', with the payload on its stdin "
+      parent, "work", "Run the jobs of a queue (or of several) as shell commands",
+      "Run the jobs of QUEUE (or of Q1,Q2,...: one process for several queues, --concurrency "
+      "commands at once for each): each one as '/bin/sh -c CMD', with the payload on its stdin "
       "(never on its command line) and READPAST_JOB_ID, READPAST_QUEUE, READPAST_ATTEMPT "
       "(from 1), READPAST_LEASE_TOKEN and READPAST_DB (without its password unless "
       "--pass-db-password is given) in its environment. Its stderr is shown a line at a "
@@ -239,11 +245,14 @@ Command add_work_command(CLI::App& parent) {
       "attempt spent) and exit 0; a second signal skips the grace period. The worker also "
       "enqueues the ticks of periodic schedules (see 'readpast schedule') and, taking turns "
       "with other workers, deletes finished jobs of QUEUE past their retention.");
-  app->add_option("QUEUE", args->queue, "Queue to work on")->required();
+  app->add_option("QUEUE", args->queue,
+                  "Queue to work on, or several separated by commas (Q1,Q2): one worker process "
+                  "for all of them, each with its own --concurrency")
+      ->required();
   app->add_option("--exec", args->command, "Shell command to run for each job")
       ->required()
       ->type_name("CMD");
-  app->add_option("--concurrency", args->concurrency, "Jobs run at once (default: 1)")
+  app->add_option("--concurrency", args->concurrency, "Jobs run at once, per queue (default: 1)")
       ->type_name("N")
       ->check(CLI::Range(1, kMaxConcurrency));
   app->add_option("--prefetch", args->prefetch,
@@ -261,7 +270,8 @@ Command add_work_command(CLI::App& parent) {
                   "At SIGTERM/SIGINT, how long running commands may finish (default: 30s)")
       ->type_name("DUR");
   app->add_flag("--drain", args->drain,
-                "Exit once the queue holds no available (even scheduled or retrying) and no "
+                "Exit once the queue (every queue given) holds no available (even scheduled or "
+                "retrying) and no "
                 "running job");
   app->add_option("--worker-id", args->worker_id, "Name in leased_by (default: HOST/PID)")
       ->type_name("ID");
@@ -270,15 +280,7 @@ Command add_work_command(CLI::App& parent) {
       ->type_name("DUR");
   app->add_option("--backoff-cap", args->backoff_cap, "Longest delay between retries (default: 1h)")
       ->type_name("DUR");
-  app->add_option("--retain-succeeded", args->retain_succeeded,
-                  "How long succeeded jobs are kept; 0 deletes them on completion (default: 24h)")
-      ->type_name("DUR");
-  app->add_option("--retain-cancelled", args->retain_cancelled,
-                  "How long cancelled jobs are kept, or 'forever' (default: 7d)")
-      ->type_name("DUR");
-  app->add_option("--retain-dead", args->retain_dead,
-                  "How long dead jobs are kept, or 'forever' (default: 7d)")
-      ->type_name("DUR");
+  add_retention_options(*app, args->retention);
   app->add_flag("--no-schedules", args->no_schedules,
                 "Do not enqueue the ticks of periodic schedules in this worker");
   app->add_flag("--no-progress", args->no_progress,

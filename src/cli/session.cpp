@@ -63,3 +63,13 @@ CliResult<Queue> Session::open(QueueOptions options) {
 }
 
 }  // namespace readpast::cli
+
+namespace readpast::cli {
+
+CliResult<Queue> Session::open_to_read() {
+  QueueOptions options;
+  options.read_only = true;
+  return open(std::move(options));
+}
+
+}  // namespace readpast::cli

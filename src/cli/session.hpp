@@ -60,6 +60,10 @@ class Session {
   // Opens the database with the logger and payload limit filled in. A missing database
   // file or schema is a failure (exit 1) that says to run `readpast init`.
   CliResult<Queue> open(QueueOptions options = {});
+  // The same, for commands that only read (stats, list, show, metrics): a SQLite file that
+  // cannot be written, or whose directory or file system cannot, is still read
+  // (QueueOptions::read_only).
+  CliResult<Queue> open_to_read();
   // The library's logger, forwarding to log() (or, for JSON logs, to the console).
   Logger library_logger();
 
@@ -94,6 +98,7 @@ Command add_show_command(CLI::App& parent);
 Command add_retry_command(CLI::App& parent);
 Command add_cancel_command(CLI::App& parent);
 Command add_purge_command(CLI::App& parent);
+Command add_rescue_command(CLI::App& parent);
 Command add_pause_command(CLI::App& parent);
 Command add_resume_command(CLI::App& parent);
 Command add_schedule_command(CLI::App& parent);

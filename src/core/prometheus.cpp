@@ -48,6 +48,14 @@ std::string prometheus_text(const std::vector<QueueStats>& stats) {
                        s.scheduled);
   }
   out +=
+      "# HELP readpast_jobs_expired Running jobs whose lease has passed and that no rescue has "
+      "moved yet.\n"
+      "# TYPE readpast_jobs_expired gauge\n";
+  for (const auto& s : stats) {
+    out += fmt::format("readpast_jobs_expired{{queue=\"{}\"}} {}\n", prometheus_label(s.queue),
+                       s.expired);
+  }
+  out +=
       "# HELP readpast_queue_oldest_available_age_seconds Age of the oldest job that is due "
       "and waiting.\n# TYPE readpast_queue_oldest_available_age_seconds gauge\n";
   for (const auto& s : stats) {

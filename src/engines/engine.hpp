@@ -52,6 +52,17 @@ inline std::int64_t& count_of(QueueStats& stats, JobState state) {
   return stats.available;
 }
 
+// Fills in one (queue, state) row of an engine's stats: the count of jobs in the state and
+// the one sub-count that state has, `scheduled` (run_at in the future) of available jobs or
+// `expired` (lease passed, not yet rescued) of running ones. Every engine's stats rows carry
+// them in the same column, so that this choice is made here once.
+inline void set_state_counts(QueueStats& stats, JobState state, std::int64_t count,
+                             std::int64_t sub_count) {
+  count_of(stats, state) = count;
+  if (state == JobState::kAvailable) stats.scheduled = sub_count;
+  if (state == JobState::kRunning) stats.expired = sub_count;
+}
+
 // nullopt = lease lost for that item.
 using FailResult = std::optional<FailOutcome>;
 

@@ -110,6 +110,7 @@ nlohmann::ordered_json queue_stats_to_json(const QueueStats& s) {
       {"available", s.available},
       {"scheduled", s.scheduled},
       {"running", s.running},
+      {"expired", s.expired},
       {"succeeded", s.succeeded},
       {"dead", s.dead},
       {"cancelled", s.cancelled},

@@ -3,9 +3,11 @@
 #include <chrono>
 
 #include "core/prometheus.hpp"
+#include "readpast/worker.hpp"
 #include "server/api.hpp"
 #include "server/dashboard.hpp"
 #include "server/guard.hpp"
+#include "server/maintenance.hpp"
 #include "server/metrics.hpp"
 #include "server/responses.hpp"
 #include "server/router.hpp"
@@ -28,6 +30,12 @@ Status validate(const ServerOptions& options) {
   if (options.sample_interval < std::chrono::milliseconds(10)) {
     return fail_with(Error::invalid_argument("the sample interval must be at least 10ms"));
   }
+  if (options.retention_interval && *options.retention_interval < std::chrono::milliseconds(10)) {
+    return fail_with(Error::invalid_argument("the retention interval must be at least 10ms"));
+  }
+  if (options.queue_refresh_interval < std::chrono::milliseconds(10)) {
+    return fail_with(Error::invalid_argument("the queue refresh interval must be at least 10ms"));
+  }
   return {};
 }
 
@@ -36,7 +44,12 @@ struct Server::Impl final : RequestScreen {
       : queue(q),
         options(std::move(o)),
         guard({options.token, is_loopback_host(options.listen.host)}),
-        throughput(q, options.sample_interval, options.throughput_history) {}
+        throughput(q, options.sample_interval, options.throughput_history),
+        maintenance(q, MaintenanceOptions{.rescue_interval = q.options().rescue_interval,
+                                          .refresh_interval = options.queue_refresh_interval,
+                                          .retention_interval = options.retention_interval,
+                                          .by = default_worker_id() + "/serve",
+                                          .logger = options.logger}) {}
 
   std::optional<HttpResponse> screen(HttpRequest& head) override;
   HttpResponse respond(HttpRequest& request) override;
@@ -57,6 +70,8 @@ struct Server::Impl final : RequestScreen {
   // Safe to use from any thread.
   Throughput throughput;
   RequestMetrics request_metrics;
+  // Its own thread, started and stopped by run().
+  Maintenance maintenance;
 
   // Last, so that it is destroyed first: its pool's routes use everything above.
   std::unique_ptr<HttpService> http;
@@ -152,7 +167,9 @@ Status Server::run() {
              "serving on " + url() + (impl_->options.token ? " (token required)" : "") +
                  "; throughput sampled every " + format_duration(impl_->options.sample_interval));
   impl_->throughput.start();
+  impl_->maintenance.start();
   Status result = impl_->http->run();
+  impl_->maintenance.stop();
   impl_->throughput.stop();
   return result;
 }

@@ -38,6 +38,13 @@ struct ServerOptions {
   // How often jobs finished per second are sampled, and how much history is kept.
   Duration sample_interval = std::chrono::seconds(2);      // Default: 2s
   Duration throughput_history = std::chrono::minutes(10);  // Default: 10 minutes
+  // The server rescues the expired leases of every queue with running jobs each
+  // QueueOptions::rescue_interval, and looks up which queues those are this often
+  // (maintenance.hpp).
+  Duration queue_refresh_interval = std::chrono::seconds(10);  // Default: 10s
+  // The server takes turns with the workers at retention, for every queue with finished
+  // jobs, this often; nullopt: never. What goes is its Queue's QueueOptions::retention.
+  std::optional<Duration> retention_interval = std::chrono::minutes(1);  // Default: 1 min
   // Where the server logs (start, 5xx responses, requests at debug level). Default: nowhere.
   Logger logger;
   // Secrets this process knows (the token, the database password): scrubbed from the error

@@ -1,12 +1,11 @@
 #include "worker/outage_log.hpp"
 
-#include <string>
-
 namespace readpast::worker {
 
 void OutageLog::failed(std::string_view what, const Error& error) {
   {
     std::lock_guard lock(mu_);
+    if (failing_.find(what) == failing_.end()) failing_.emplace(what);
     if (in_outage_.load(std::memory_order_relaxed)) return;
     in_outage_.store(true, std::memory_order_relaxed);
   }
@@ -16,12 +15,14 @@ void OutageLog::failed(std::string_view what, const Error& error) {
                {{"event", "database_unavailable"}, {"error", error.message}});
 }
 
-void OutageLog::recovered() {
+void OutageLog::recovered(std::string_view what) {
   if (!in_outage_.load(std::memory_order_relaxed)) return;
   {
     std::lock_guard lock(mu_);
     if (!in_outage_.load(std::memory_order_relaxed)) return;
+    if (failing_.find(what) == failing_.end()) return;  // proves nothing about what failed
     in_outage_.store(false, std::memory_order_relaxed);
+    failing_.clear();
   }
   logger_.emit(LogLevel::kInfo, "database available again", {{"event", "database_available"}});
 }

@@ -9,6 +9,7 @@
 #include "core/log.hpp"
 #include "core/schedule_spec.hpp"
 #include "worker/refill.hpp"
+#include "worker/retention_turn.hpp"
 
 namespace readpast::worker {
 namespace {
@@ -26,10 +27,6 @@ constexpr auto kLeaseCheck = std::chrono::milliseconds(400);
 constexpr std::size_t kLoggedErrorBytes = 200;
 // At most this many jobs are completed by one statement.
 constexpr std::size_t kMaxCompleteBatch = 1000;
-// Retention deletes this many rows per state and statement, then pauses briefly, so that
-// other writers are never held up for long.
-constexpr int kRetentionBatch = 1000;
-constexpr auto kRetentionPause = std::chrono::milliseconds(10);
 // Bounds of the maintenance thread's wait for the next schedule tick.
 constexpr auto kScheduleWaitMin = std::chrono::milliseconds(10);
 constexpr auto kScheduleWaitMax = std::chrono::seconds(1);
@@ -172,7 +169,7 @@ auto Runtime::retry_unavailable(std::string_view what, Call&& call, Clock::time_
   for (;;) {
     auto result = call();
     if (result) {
-      outage_.recovered();
+      outage_.recovered(what);
       return result;
     }
     if (!result.error().is_unavailable()) return result;
@@ -255,7 +252,7 @@ void Runtime::fetch_loop(std::size_t index) {
     }
     auto woken = queue_.wait_for_work(queue, idle_wait);
     if (woken) {
-      outage_.recovered();
+      outage_.recovered("waiting for jobs");
       if (!*woken) idle_wait = std::min(idle_wait * 2, options_.idle_wait_max);
     } else if (woken.error().is_unavailable()) {
       outage_.failed("waiting for jobs", woken.error());
@@ -296,7 +293,7 @@ Runtime::Fetched Runtime::fetch_once(std::size_t index) {
     outage_.failed("leasing", jobs.error());
     return Fetched::kUnavailable;
   }
-  outage_.recovered();
+  outage_.recovered("leasing");
   if (jobs->empty()) return Fetched::kNone;
 
   std::vector<Held*> leased_while_stopping;
@@ -349,7 +346,7 @@ bool Runtime::drained(std::size_t index) {
     }
     return false;
   }
-  outage_.recovered();
+  outage_.recovered("reading stats");
   return std::all_of(stats->begin(), stats->end(),
                      [](const QueueStats& s) { return s.available == 0 && s.running == 0; });
 }
@@ -680,7 +677,7 @@ void Runtime::heartbeat_loop() {
       }
       continue;
     }
-    outage_.recovered();
+    outage_.recovered("extending leases");
     std::vector<std::stop_source> to_stop;
     std::vector<Held*> lost_waiting;
     for (std::size_t i = 0; i < refs.size() && i < answer->size(); ++i) {
@@ -767,13 +764,17 @@ void Runtime::timer_loop() {
 
 void Runtime::maintenance_loop() {
   auto next_schedule = Clock::now();
-  auto next_retention = Clock::now();
+  // Per lane: each queue's claim returns at its own time (after the passes of the queues
+  // before it), and its next try is counted from then (retention_turn.hpp).
+  std::vector<Clock::time_point> next_retention(lanes_.size(), Clock::now());
   for (;;) {
     {
       std::unique_lock lock(mu_);
       auto wake = Clock::time_point::max();
       if (options_.run_schedules) wake = std::min(wake, next_schedule);
-      if (options_.retention_interval) wake = std::min(wake, next_retention);
+      if (options_.retention_interval) {
+        wake = std::min(wake, *std::min_element(next_retention.begin(), next_retention.end()));
+      }
       cv_.wait_until(lock, wake,
                      [&] { return threads_exit_ || stop_phase_ != StopPhase::kRunning; });
       if (threads_exit_ || stop_phase_ != StopPhase::kRunning) return;
@@ -790,7 +791,7 @@ void Runtime::maintenance_loop() {
               {{"event", "schedule_error"}, {"error", enqueued.error().message}});
         }
       } else {
-        outage_.recovered();
+        outage_.recovered("enqueuing scheduled jobs");
         for (const ScheduledJob& job : *enqueued) {
           log(LogLevel::kInfo,
               "schedule " + job.schedule + ": enqueued job " + std::to_string(job.id) + " for " +
@@ -816,48 +817,38 @@ void Runtime::maintenance_loop() {
         }
       }
     }
-    if (options_.retention_interval && Clock::now() >= next_retention) {
-      run_retention(next_retention);
-    }
+    if (options_.retention_interval) run_retention(next_retention);
   }
 }
 
-void Runtime::run_retention(Clock::time_point& next_retention) {
+void Runtime::run_retention(std::vector<Clock::time_point>& next_retention) {
   const Duration interval = *options_.retention_interval;
-  next_retention = Clock::now() + interval;
-  for (const Lane& lane : lanes_) {
-    const std::string& queue = lane.setup.queue;
-    auto claimed = queue_.claim_task("retention:" + queue, interval, options_.worker_id);
-    if (!claimed) {
-      if (claimed.error().is_unavailable()) {
-        outage_.failed("claiming the retention pass", claimed.error());
+  for (std::size_t i = 0; i < lanes_.size(); ++i) {
+    if (Clock::now() < next_retention[i]) continue;
+    const std::string& queue = lanes_[i].setup.queue;
+    auto turn =
+        take_retention_turn(queue_, queue, interval, options_.worker_id, [this](Duration d) {
+          std::unique_lock lock(mu_);
+          return !cv_.wait_for(lock, d,
+                               [&] { return threads_exit_ || stop_phase_ != StopPhase::kRunning; });
+        });
+    if (!turn) {
+      // Try again in one interval, as after a turn.
+      next_retention[i] = Clock::now() + interval;
+      if (turn.error().is_unavailable()) {
+        outage_.failed("retention of " + queue, turn.error());
       } else {
-        log(LogLevel::kWarn,
-            "cannot claim the retention pass of " + queue + ": " + claimed.error().message);
+        log(LogLevel::kWarn, "retention of " + queue + " stopped: " + turn.error().message,
+            {{"event", "retention_error"}, {"queue", queue}, {"error", turn.error().message}});
       }
       continue;
     }
-    if (!*claimed) continue;  // another worker's turn
-    std::int64_t removed = 0;
-    for (;;) {
-      auto batch = queue_.apply_retention(queue, kRetentionBatch);
-      if (!batch) {
-        log(LogLevel::kWarn, "retention of " + queue + " stopped: " + batch.error().message,
-            {{"event", "retention_error"}, {"queue", queue}, {"error", batch.error().message}});
-        break;
-      }
-      removed += *batch;
-      if (*batch == 0) break;
-      std::unique_lock lock(mu_);
-      if (cv_.wait_for(lock, kRetentionPause,
-                       [&] { return threads_exit_ || stop_phase_ != StopPhase::kRunning; })) {
-        break;
-      }
-    }
-    if (removed > 0) {
+    next_retention[i] = turn->claim_returned + interval;
+    outage_.recovered("retention of " + queue);
+    if (turn->removed > 0) {
       log(LogLevel::kInfo,
-          "retention: removed " + std::to_string(removed) + " finished job(s) of " + queue,
-          {{"event", "retention"}, {"queue", queue}, {"removed", std::to_string(removed)}});
+          "retention: removed " + std::to_string(turn->removed) + " finished job(s) of " + queue,
+          {{"event", "retention"}, {"queue", queue}, {"removed", std::to_string(turn->removed)}});
     }
   }
 }

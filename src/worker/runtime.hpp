@@ -141,7 +141,8 @@ class Runtime {
   void heartbeat_loop();
   void timer_loop();
   void maintenance_loop();
-  void run_retention(Clock::time_point& next_retention);
+  // Takes the retention turn of each lane whose next try has come; sets its next try.
+  void run_retention(std::vector<Clock::time_point>& next_retention);
 
   // Sleeps for `duration` or until a stop is requested. REQUIRES: mu_ not held.
   void sleep_unless_stopping(Duration duration);

@@ -73,13 +73,8 @@ class CliTest : public ::testing::Test {
     auto all = nlohmann::json::parse(r.out);
     auto queues = all.at("queues");
     if (!queues.contains(queue)) {
-      return {{"available", 0},
-              {"scheduled", 0},
-              {"running", 0},
-              {"succeeded", 0},
-              {"dead", 0},
-              {"cancelled", 0},
-              {"oldest_available_age_s", 0}};
+      return {{"available", 0}, {"scheduled", 0}, {"running", 0},   {"expired", 0},
+              {"succeeded", 0}, {"dead", 0},      {"cancelled", 0}, {"oldest_available_age_s", 0}};
     }
     return queues.at(queue);
   }

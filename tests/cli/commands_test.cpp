@@ -77,7 +77,8 @@ TEST_F(CliTest, StatsAsTableAndJson) {
   EXPECT_TRUE(lines[0].starts_with("QUEUE")) << table.out;
   EXPECT_TRUE(std::regex_search(lines[1], std::regex(R"(^alpha\s+2\s+0\s+0\s+0\s+0\s+0\s)")))
       << table.out;
-  EXPECT_TRUE(std::regex_search(lines[2], std::regex(R"(^beta\s+1\s+1\s+0\s+0\s+0\s+0\s+-\s+no$)")))
+  EXPECT_TRUE(
+      std::regex_search(lines[2], std::regex(R"(^beta\s+1\s+1\s+0\s+0\s+0\s+0\s+0\s+-\s+no$)")))
       << table.out;
 
   auto json = rp({"stats", "--json"});
@@ -86,8 +87,8 @@ TEST_F(CliTest, StatsAsTableAndJson) {
   ASSERT_TRUE(all.contains("queues"));
   for (const char* name : {"alpha", "beta"}) {
     const auto& q = all["queues"][name];
-    for (const char* field : {"available", "scheduled", "running", "succeeded", "dead", "cancelled",
-                              "oldest_available_age_s"}) {
+    for (const char* field : {"available", "scheduled", "running", "expired", "succeeded", "dead",
+                              "cancelled", "oldest_available_age_s"}) {
       EXPECT_TRUE(q.contains(field)) << name << " lacks " << field;
     }
   }

@@ -34,6 +34,45 @@ TEST_F(CliTest, PauseStopsWorkersAndResumeLetsThemGoOn) {
   EXPECT_EQ(rp({"pause", "bad name"}).exit_code, 2);
 }
 
+TEST_F(CliTest, RescueEndsExpiredLeasesAndStatsCountsThemUntilThen) {
+  auto id = enqueue("q", "x");
+  enqueue("other", "y");
+  // The command kills its own worker (its parent) while the job runs: the lease is left to
+  // expire, with nobody working on the queue.
+  auto died =
+      rp({"work", "q", "--exec", "kill -9 $PPID; sleep 1", "--lease", "1s", "--no-progress"});
+  EXPECT_NE(died.exit_code, 0);
+  EXPECT_EQ(show(id)["state"], "running");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  auto s = stats("q");
+  EXPECT_EQ(s["running"], 1);
+  EXPECT_EQ(s["expired"], 1);
+  auto table = rp({"stats", "q"});
+  EXPECT_NE(table.out.find("EXPIRED"), std::string::npos) << table.out;
+
+  auto rescued = rp({"rescue"});
+  ASSERT_EQ(rescued.exit_code, 0) << rescued.err;
+  EXPECT_EQ(rescued.out, "rescued 1 job(s)\n");
+  auto job = show(id);
+  EXPECT_EQ(job["state"], "available");
+  EXPECT_EQ(job["last_error"], "lease expired (worker lost)");
+  EXPECT_EQ(stats("q")["expired"], 0);
+  EXPECT_EQ(stats("other")["available"], 1) << "a queue without expired leases was touched";
+
+  auto again = rp({"rescue", "q"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, "rescued 0 job(s) of queue q\n");
+
+  // Bad input: one line, exit 2, nothing done.
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"rescue", "bad name"}, {"rescue", "q", "extra"}, {"rescue", "--all"}}) {
+    auto bad = rp(args);
+    EXPECT_EQ(bad.exit_code, 2) << args.back() << ": " << bad.err;
+    EXPECT_TRUE(is_one_line_reason(bad.err));
+    EXPECT_EQ(bad.out, "");
+  }
+}
+
 TEST_F(CliTest, SchedulesAreAddedListedRunAndRemoved) {
   auto added = rp({"schedule", "add", "beat", "ticks", "--every", "300ms", "payload"});
   ASSERT_EQ(added.exit_code, 0) << added.err;

@@ -36,6 +36,28 @@ TEST_F(CliTest, WorkRunsJobsAndRecordsSuccess) {
   EXPECT_TRUE(job["last_error"].is_null());
 }
 
+TEST_F(CliTest, OneWorkerRunsTheJobsOfSeveralQueues) {
+  auto a = enqueue("alpha", "1");
+  auto b = enqueue("beta", "2");
+  auto c = enqueue("gamma", "3");  // not named: left alone
+  auto r = drain("alpha,beta", "cat > " + path("out.") + "$READPAST_JOB_ID.$READPAST_QUEUE");
+  EXPECT_EQ(read_file(path("out." + std::to_string(a) + ".alpha")), "1");
+  EXPECT_EQ(read_file(path("out." + std::to_string(b) + ".beta")), "2");
+  EXPECT_NE(r.err.find("on queues alpha,beta"), std::string::npos) << r.err;
+  EXPECT_EQ(show(a)["state"], "succeeded");
+  EXPECT_EQ(show(b)["state"], "succeeded");
+  EXPECT_EQ(show(c)["state"], "available");
+
+  // Bad lists: one line, exit 2, nothing run.
+  for (const std::string list :
+       {"alpha,,beta", "alpha,alpha", "alpha,bad name", ",alpha", "gamma,"}) {
+    auto bad = rp({"work", list, "--exec", "cat >/dev/null", "--drain"});
+    EXPECT_EQ(bad.exit_code, 2) << list << ": " << bad.err;
+    EXPECT_TRUE(is_one_line_reason(bad.err)) << list;
+  }
+  EXPECT_EQ(show(c)["state"], "available");
+}
+
 TEST_F(CliTest, FailingCommandIsRetriedThenDeadWithTheTailOfItsStderr) {
   auto id = enqueue("q", "x", {"--max-attempts", "2"});
   auto r = drain("q", "echo \"attempt $READPAST_ATTEMPT went wrong\" >&2; exit 3",

@@ -192,6 +192,43 @@ TEST_P(QueueTest, LeaseRescuesExpiredLeasesAtMostOncePerRescueInterval) {
   (void)a;
 }
 
+TEST_P(QueueTest, StatsCountExpiredLeasesUntilARescueMovesThem) {
+  QueueOptions options;
+  options.rescue_interval = std::chrono::hours(1);  // only the explicit calls rescue
+  open(options);
+  for (int i = 0; i < 3; ++i) enqueue("q");
+  enqueue("other");
+  auto short_leases = lease("q", 2, "w", kShortLease);
+  ASSERT_EQ(short_leases.size(), 2u);
+  lease_one("q", "w", std::chrono::minutes(5));
+  lease_one("other", "w", std::chrono::minutes(5));
+  auto stats_named = [this](const std::string& name) {
+    for (const QueueStats& s : ok(q().stats())) {
+      if (s.queue == name) return s;
+    }
+    return QueueStats{.queue = name};
+  };
+  EXPECT_EQ(stats_named("q").expired, 0) << "no lease has passed yet";
+  std::this_thread::sleep_for(kShortLease + kClockTolerance);
+
+  // Expired jobs stay counted as running: nothing moved them.
+  QueueStats all = stats_named("q");
+  EXPECT_EQ(all.running, 3);
+  EXPECT_EQ(all.expired, 2);
+  EXPECT_EQ(stats_named("other").expired, 0);
+  auto one = ok(q().stats("q"));
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(dump(one[0]), dump(all)) << "stats of one queue and of all disagree";
+
+  // rescue_expired_all finds the queue by its expired count and moves both jobs.
+  EXPECT_EQ(ok(q().rescue_expired_all()), 2);
+  all = stats_named("q");
+  EXPECT_EQ(all.expired, 0);
+  EXPECT_EQ(all.running, 1);
+  EXPECT_EQ(all.available, 2);
+  EXPECT_EQ(ok(q().rescue_expired_all()), 0);
+}
+
 TEST_P(QueueTest, ExpiredLeaseWithItsAttemptsSpentGoesDead) {
   open(rescue_at_once());
   auto spec = new_job("q");

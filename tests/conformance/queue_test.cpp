@@ -74,7 +74,8 @@ std::string dump(const Job& job) {
 std::string dump(const QueueStats& stats) {
   std::ostringstream out;
   out << stats.queue << ": available=" << stats.available << " scheduled=" << stats.scheduled
-      << " running=" << stats.running << " succeeded=" << stats.succeeded << " dead=" << stats.dead
+      << " running=" << stats.running << " expired=" << stats.expired
+      << " succeeded=" << stats.succeeded << " dead=" << stats.dead
       << " cancelled=" << stats.cancelled;
   return out.str();
 }

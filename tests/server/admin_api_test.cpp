@@ -145,6 +145,55 @@ TEST_P(AdminApiTest, QueueStatsPauseResumeRetryAllAndPurge) {
   EXPECT_EQ(get("/api/queues/empty").json["available"], 0);
 }
 
+TEST_P(AdminApiTest, TheServerRescuesExpiredLeasesOfQueuesNobodyWorksOn) {
+  server::ServerOptions o = options();
+  o.queue_refresh_interval = 100ms;
+  restart(o);
+  std::int64_t id = enqueue("abandoned");
+  Json leased = lease_one("abandoned", "1s");
+  ASSERT_EQ(leased["id"], id);
+  Json stats = get("/api/queues/abandoned").json;
+  EXPECT_EQ(stats["running"], 1);
+  EXPECT_EQ(stats["expired"], 0);
+  // Nobody leases the queue again: the server moves the job back by itself, within about a
+  // second (its rescue interval) of the lease's end.
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (job(id)["state"] == "running" && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);
+  }
+  Json after = job(id);
+  EXPECT_EQ(after["state"], "available") << after.dump();
+  EXPECT_EQ(after["last_error"], "lease expired (worker lost)");
+  EXPECT_EQ(get("/api/queues/abandoned").json["expired"], 0);
+}
+
+TEST_P(AdminApiTest, TheServerTakesItsTurnAtRetentionForQueuesWithoutWorkers) {
+  server::ServerOptions quiet = options();
+  quiet.retention_interval = std::nullopt;  // the fixture's server keeps out of it
+  restart(quiet);
+  std::int64_t id = dead_job("orphan");
+  std::int64_t kept = enqueue("orphan");
+  // A second server whose Queue keeps dead jobs for 1 ms; no worker handles "orphan".
+  QueueOptions short_retention;
+  short_retention.retention.dead = 1ms;
+  auto own = Queue::open(db_url(), short_retention);
+  ASSERT_TRUE(own) << own.error().message;
+  server::ServerOptions o = options();
+  o.retention_interval = 200ms;
+  auto tidy = server::Server::bind(*own, o);
+  ASSERT_TRUE(tidy) << tidy.error().message;
+  std::thread serving([&] { EXPECT_TRUE((*tidy)->run()); });
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (get("/api/jobs/" + std::to_string(id)).status == 200 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);
+  }
+  (*tidy)->stop();
+  serving.join();
+  EXPECT_EQ(get("/api/jobs/" + std::to_string(id)).status, 404) << "the dead job was kept";
+  EXPECT_EQ(job(kept)["state"], "available") << "retention touched a live job";
+}
+
 TEST_P(AdminApiTest, ThroughputCountsFinishedJobsPerSecond) {
   for (int i = 0; i < 5; ++i) enqueue("fast");
   for (int i = 0; i < 5; ++i) {

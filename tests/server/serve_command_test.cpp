@@ -26,6 +26,9 @@ TEST(ServeCommand, RefusesAnAddressBeyondLoopbackWithoutAToken) {
   RunResult short_token = run_readpast(dir.path(), {db, "serve", "--listen", "0.0.0.0:0"},
                                        environment({"READPAST_TOKEN=abc"}));
   EXPECT_EQ(short_token.exit_code, 2) << short_token.err;
+  RunResult bad_retention = run_readpast(dir.path(), {db, "serve", "--retain-dead", "sometimes"});
+  EXPECT_EQ(bad_retention.exit_code, 2) << bad_retention.err;
+  EXPECT_NE(bad_retention.err.find("--retain-dead"), std::string::npos) << bad_retention.err;
 }
 
 TEST(ServeCommand, ServesUntilSigtermWithTheTokenFromTheEnvironment) {

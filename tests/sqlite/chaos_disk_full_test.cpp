@@ -1,16 +1,19 @@
 // SQLite on a full disk (a 16 MiB tmpfs; root only): every enqueue either commits or
 // reports an error — never a false success, never a row for a refused enqueue; leases and
-// completions fail the same honest way; the database passes PRAGMA integrity_check while
-// full and after; and it works again once space is freed.
+// completions fail the same honest way; a `work --exec` worker says once that the database is
+// unavailable, not once per retry; the database passes PRAGMA integrity_check while full and
+// after; and it works again once space is freed.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "chaos.hpp"
 
@@ -72,6 +75,12 @@ TEST_F(DiskFullTest, ErrorsAreHonestIntegrityHoldsAndSpaceFreedMakesItWorkAgain)
   Queue queue = open_queue(url);
   HistoryWriter history(scratch_.file("test.jsonl"));
   const std::string pad(4 * 1024, 'x');
+  // Jobs for the worker below, enqueued while there is room: its leases will want to write.
+  for (int i = 0; i < 5; ++i) {
+    NewJob job;
+    job.queue = "side";
+    ASSERT_TRUE(queue.enqueue(job));
+  }
 
   std::map<JobId, std::string> acknowledged;
   int refused = 0;
@@ -201,6 +210,35 @@ TEST_F(DiskFullTest, ErrorsAreHonestIntegrityHoldsAndSpaceFreedMakesItWorkAgain)
   };
   const int completed_while_full = drain_some(3);
   EXPECT_EQ(integrity_check(path), "ok") << "while full";
+
+  // A worker on the full disk: its leases fail for as long as the disk stays full, while its
+  // reads (waiting for jobs, looking for due schedules) work. It says so once, not once per
+  // retry (it used to say "unavailable" and "available again" about once a second).
+  {
+    ChildProcess::Options options;
+    options.out_path = scratch_.file("work.out");
+    options.err_path = scratch_.file("work.err");
+    ChildProcess work("work",
+                      {readpast_path(), "--db", url, "work", "side", "--exec", "cat >/dev/null",
+                       "--grace", "1s", "--no-progress"},
+                      options);
+    std::this_thread::sleep_for(6s);
+    work.signal(SIGTERM);
+    ASSERT_TRUE(work.wait_until(std::chrono::steady_clock::now() + 30s));
+    EXPECT_TRUE(work.exited_cleanly()) << work.how_it_ended();
+    std::ifstream err(scratch_.file("work.err"));
+    std::string line, log;
+    int unavailable = 0, available_again = 0;
+    while (std::getline(err, line)) {
+      log += line + "\n";
+      if (line.find("database unavailable") != std::string::npos) ++unavailable;
+      if (line.find("database available again") != std::string::npos) ++available_again;
+    }
+    std::cout << "[ diskfull ] readpast work on the full disk for 6 s: " << unavailable
+              << " unavailable, " << available_again << " available again\n";
+    EXPECT_EQ(unavailable, 1) << log;
+    EXPECT_EQ(available_again, 0) << log;
+  }
 
   // Free the space: everything works again, in this handle and in a new one.
   std::filesystem::remove(on_disk("filler"));

@@ -2,6 +2,7 @@
 // tick however many workers run) and delete old finished jobs, taking turns.
 #include <set>
 
+#include "support/engines.hpp"
 #include "worker/worker_test.hpp"
 
 namespace readpast::test {
@@ -132,6 +133,38 @@ TEST_P(WorkerTest, WorkersTakeTurnsAtRetention) {
   // Each worker tried once at start; the task can be claimed once per hour.
   Queue probe = open_another();
   EXPECT_FALSE(*probe.claim_task("retention:q", 1h, "probe")) << "nobody claimed the pass";
+}
+
+TEST_P(WorkerTest, RetentionTriesAgainOneIntervalAfterItsClaimSoNoTurnIsSkipped) {
+  // The claim's next run is the database's time during the claim plus the interval. A slow
+  // claim (here: one that waits 1 s for the write lock) used to make the next try come
+  // before that, be refused, and wait a whole interval more: every other turn was lost.
+  QueueOptions queue_options;
+  queue_options.retention.cancelled = 1ms;
+  Queue& queue = reopen(queue_options);
+  // Cancelled while scheduled far ahead: no worker ever leases it.
+  auto cancelled_job = [&] {
+    JobId id = enqueue("q", "x", 25, 1h);
+    ASSERT_EQ(queue.cancel(std::vector<JobId>{id})->size(), 1u);
+  };
+  cancelled_job();
+  LogEvents events;
+  WorkerOptions o = options(/*drain=*/false);
+  o.retention_interval = 2s;
+  o.run_schedules = false;
+  o.logger = events.logger();
+  auto lock = engine_named(GetParam()).hold_write_lock(url());
+  const auto started = std::chrono::steady_clock::now();
+  RunningWorker running(queue, o, [](Worker& w) { ASSERT_TRUE(w.handle("q", succeed)); });
+  std::this_thread::sleep_for(1s);
+  lock.reset();
+  // The first turn, about 1 s in (on engines whose claim waited for the lock).
+  ASSERT_TRUE(eventually([&] { return events.count("retention") == 1; })) << events.all();
+  cancelled_job();
+  // The second turn comes one interval after the first claim, about 3 s in; the lost turn
+  // would have come at about 4 s.
+  std::this_thread::sleep_until(started + 3600ms);
+  EXPECT_EQ(events.count("retention"), 2) << "a retention turn was skipped: " << events.all();
 }
 
 }  // namespace

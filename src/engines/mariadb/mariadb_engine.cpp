@@ -490,9 +490,8 @@ class MariadbEngine final : public Engine {
               continue;
             }
             const JobState state = parse_job_state(rows->text(r, 1)).value_or(JobState::kAvailable);
-            count_of(q, state) = rows->int64(r, 2);
+            set_state_counts(q, state, rows->int64(r, 2), rows->int64(r, 3));
             if (state == JobState::kAvailable) {
-              q.scheduled = rows->int64(r, 3);
               if (auto age = rows->optional_int64(r, 4)) q.oldest_available_age = Duration(*age);
             }
           }

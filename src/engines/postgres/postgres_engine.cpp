@@ -398,9 +398,8 @@ class PostgresEngine final : public Engine {
         continue;
       }
       const JobState state = parse_job_state(rows->text(r, 1)).value_or(JobState::kAvailable);
-      count_of(q, state) = rows->int8(r, 2);
+      set_state_counts(q, state, rows->int8(r, 2), rows->int8(r, 3));
       if (state == JobState::kAvailable) {
-        q.scheduled = rows->int8(r, 3);
         q.oldest_available_age = Duration(rows->optional_int8(r, 4).value_or(0));
       }
     }

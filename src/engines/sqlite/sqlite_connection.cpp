@@ -6,6 +6,8 @@
 #include <string>
 #include <thread>
 
+#include "engines/sqlite/sqlite_file_access.hpp"
+
 namespace readpast::detail::sqlite {
 
 Result<bool> Statement::step() {
@@ -39,44 +41,101 @@ std::optional<std::string> Statement::optional_text(int column) const {
   return text(column);
 }
 
+namespace {
+
+// A failure to open or set up `path` for writing: named, with the reason when the file, its
+// directory or its file system is what refuses (else SQLite's own words).
+Error not_writable(const std::string& path, const std::string& sqlite_says) {
+  const std::string why = why_not_writable(path);
+  return Error::unavailable("cannot write database file '" + path +
+                            "': " + (why.empty() ? sqlite_says : why));
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Connection>> Connection::open(const Settings& settings) {
   std::error_code ec;
   if (!settings.create && !std::filesystem::exists(settings.path, ec)) {
     return fail_with(Error::not_found("database file '" + settings.path +
                                       "' does not exist; create it with `readpast init`"));
   }
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
-  if (settings.create) flags |= SQLITE_OPEN_CREATE;
-  sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(settings.path.c_str(), &raw, flags, nullptr);
-  auto connection = std::make_unique<Connection>(Key{}, raw);  // owns raw even on failure
-  if (rc != SQLITE_OK) {
-    std::string why = raw != nullptr ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
-    return fail_with(
-        Error::unavailable("cannot open database file '" + settings.path + "': " + why));
+  int flags = settings.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
+  flags |= SQLITE_OPEN_NOMUTEX;
+  if (settings.create && !settings.read_only) flags |= SQLITE_OPEN_CREATE;
+  auto connection = open_file(settings.path, flags);
+  if (!connection) {
+    // E.g. `readpast init` of a new file in a directory it cannot write.
+    if (!settings.read_only && !why_not_writable(settings.path).empty()) {
+      return fail_with(not_writable(settings.path, connection.error().message));
+    }
+    return fail_with(connection.error());
   }
-  sqlite3_extended_result_codes(raw, 1);
-  connection->busy_timeout_ms_ = settings.busy_timeout_ms;
-  sqlite3_busy_handler(raw, &Connection::on_busy, connection.get());
+  sqlite3* raw = (*connection)->db_.get();
+  if (settings.read_only) {
+    // A WAL-mode read needs the -shm file, which a read-only place cannot get. When no
+    // -wal or -shm file exists, no connection has the file open for writing, and none can
+    // while nobody can write there: read it as immutable.
+    if (auto ok = (*connection)->exec("SELECT count(*) FROM sqlite_master"); !ok) {
+      const int code = sqlite3_errcode(raw) & 0xff;
+      const std::string why = why_not_writable(settings.path);
+      // (Missing -shm: CANTOPEN, or READONLY when SQLite tried to create it.)
+      const bool no_shm = code == SQLITE_CANTOPEN || code == SQLITE_READONLY;
+      if (!no_shm || why.empty() || !has_no_wal_files(settings.path)) {
+        return fail_with(Error::unavailable("cannot read database file '" + settings.path +
+                                            "': " + sqlite3_errmsg(raw) +
+                                            (why.empty() ? "" : " (" + why + ")")));
+      }
+      connection = open_file(immutable_uri(settings.path), flags | SQLITE_OPEN_URI);
+      if (!connection) return fail_with(connection.error());
+      raw = (*connection)->db_.get();
+    }
+  } else if (sqlite3_db_readonly(raw, "main") == 1) {
+    // SQLite opens a file it cannot write read-only without a word; every write would then
+    // fail with "attempt to write a readonly database".
+    return fail_with(not_writable(settings.path, "it is read-only"));
+  }
+  (*connection)->busy_timeout_ms_ = settings.busy_timeout_ms;
+  sqlite3_busy_handler(raw, &Connection::on_busy, connection->get());
   // Not SQLITE_DETERMINISTIC: every call returns a new token.
   if (int code =
-          sqlite3_create_function_v2(raw, "readpast_lease_token", 0, SQLITE_UTF8, connection.get(),
+          sqlite3_create_function_v2(raw, "readpast_lease_token", 0, SQLITE_UTF8, connection->get(),
                                      &Connection::lease_token, nullptr, nullptr, nullptr);
       code != SQLITE_OK) {
-    return fail_with(connection->error(code, "registering readpast_lease_token()"));
+    return fail_with((*connection)->error(code, "registering readpast_lease_token()"));
   }
-  // WAL lets readers run beside the one writer and makes a commit one append. It is a
-  // property of the file, so setting it on every open is cheap once it is set.
-  if (auto ok = connection->exec("PRAGMA journal_mode=WAL"); !ok) return fail_with(ok.error());
-  std::string synchronous = "PRAGMA synchronous=" + settings.synchronous;
-  if (sqlite3_exec(raw, synchronous.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
-    return fail_with(connection->error(sqlite3_errcode(raw), "setting synchronous"));
+  if (!settings.read_only) {
+    // WAL lets readers run beside the one writer and makes a commit one append. It is a
+    // property of the file, so setting it on every open is cheap once it is set. (A
+    // read-only connection reads a WAL file as such without it.)
+    if (auto ok = (*connection)->exec("PRAGMA journal_mode=WAL"); !ok) {
+      const int code = sqlite3_errcode(raw) & 0xff;
+      if (code == SQLITE_CANTOPEN || code == SQLITE_READONLY) {
+        return fail_with(not_writable(settings.path, sqlite3_errmsg(raw)));
+      }
+      return fail_with(ok.error());
+    }
+    std::string synchronous = "PRAGMA synchronous=" + settings.synchronous;
+    if (sqlite3_exec(raw, synchronous.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
+      return fail_with((*connection)->error(sqlite3_errcode(raw), "setting synchronous"));
+    }
   }
   // A negative cache_size is in KiB. The value is a number we formatted, never user text.
   std::string cache_size = "PRAGMA cache_size=-" + std::to_string(settings.cache_mib * 1024);
   if (sqlite3_exec(raw, cache_size.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
-    return fail_with(connection->error(sqlite3_errcode(raw), "setting cache_size"));
+    return fail_with((*connection)->error(sqlite3_errcode(raw), "setting cache_size"));
   }
+  return std::move(*connection);
+}
+
+Result<std::unique_ptr<Connection>> Connection::open_file(const std::string& name, int flags) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(name.c_str(), &raw, flags, nullptr);
+  auto connection = std::make_unique<Connection>(Key{}, raw);  // owns raw even on failure
+  if (rc != SQLITE_OK) {
+    std::string why = raw != nullptr ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
+    return fail_with(Error::unavailable("cannot open database file '" + name + "': " + why));
+  }
+  sqlite3_extended_result_codes(raw, 1);
   return connection;
 }
 

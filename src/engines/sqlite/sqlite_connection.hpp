@@ -85,6 +85,9 @@ class Connection {
   struct Settings {
     std::string path;
     bool create = false;  // create the file when it does not exist
+    // Open for reading only (QueueOptions::read_only): the file may be read-only, and so
+    // may its directory or file system (sqlite_file_access.hpp).
+    bool read_only = false;
     int busy_timeout_ms = 10000;
     std::string synchronous = "FULL";
     // The page cache of this connection (PRAGMA cache_size), in MiB. It grows only as pages
@@ -92,7 +95,8 @@ class Connection {
     int cache_mib = kDefaultCacheMib;
   };
 
-  // kNotFound when the file does not exist and create is false.
+  // kNotFound when the file does not exist and create is false. A file this process cannot
+  // write, opened for writing, is kUnavailable with a message that names it and says why.
   static Result<std::unique_ptr<Connection>> open(const Settings& settings);
 
   // Public for std::make_unique only: Key can be made by Connection alone.
@@ -123,6 +127,9 @@ class Connection {
   // readpast_lease_token(): a new lease token (core/lease_tokens.hpp) per call, for the lease
   // statements, which take as many as the rows they pick.
   static void lease_token(sqlite3_context* context, int argc, sqlite3_value** argv) noexcept;
+
+  // sqlite3_open_v2 of `name` (a path, or a URI with SQLITE_OPEN_URI), nothing else.
+  static Result<std::unique_ptr<Connection>> open_file(const std::string& name, int flags);
 
   std::unique_ptr<sqlite3, DatabaseDeleter> db_;
   int busy_timeout_ms_ = 0;

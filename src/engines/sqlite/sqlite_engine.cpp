@@ -332,9 +332,8 @@ class SqliteEngine final : public Engine {
           continue;
         }
         const JobState state = parse_job_state(s.text(1)).value_or(JobState::kAvailable);
-        count_of(q, state) = s.int64(2);
+        set_state_counts(q, state, s.int64(2), s.int64(3));
         if (state == JobState::kAvailable) {
-          q.scheduled = s.int64(3);
           if (auto oldest = s.optional_int64(4)) q.oldest_available_age = Duration(now - *oldest);
         }
       }
@@ -735,6 +734,7 @@ Result<std::unique_ptr<Engine>> open_sqlite_engine(const DatabaseUrl& url,
   Connection::Settings settings;
   settings.path = url.location;
   settings.create = options.init_schema;
+  settings.read_only = options.read_only;
   auto busy = parse_int_param(url, "busy_timeout", 10000);
   if (!busy) return fail_with(busy.error());
   settings.busy_timeout_ms = *busy;

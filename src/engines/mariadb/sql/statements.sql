@@ -247,11 +247,17 @@ DELETE FROM readpast_jobs
   ORDER BY finished_at LIMIT :limit;
 
 -- name: stats_all
--- One row per (queue, state); scheduled and the age of the oldest due job only matter for
--- 'available'. Paused queues come as one more row, of state 'paused', so that a paused queue
--- without jobs is listed too.
+-- One row per (queue, state): the count, then the state's sub-count (scheduled for
+-- 'available', expired leases for 'running'), then the age of the oldest due job
+-- ('available' only). Paused queues come as one more row, of state 'paused', so that a paused
+-- queue without jobs is listed too.
 SELECT queue, state, count(*),
-       coalesce(sum(run_at > CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)), 0),
+       coalesce(sum(CASE state
+                      WHEN 'available'
+                        THEN run_at > CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
+                      WHEN 'running'
+                        THEN lease_expires_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
+                      ELSE 0 END), 0),
        CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
          - min(CASE WHEN run_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
                     THEN run_at END)
@@ -261,8 +267,14 @@ SELECT name, 'paused', 0, 0, NULL FROM readpast_queues WHERE paused_at IS NOT NU
 ORDER BY 1;
 
 -- name: stats_queue
+-- stats_all for one queue.
 SELECT queue, state, count(*),
-       coalesce(sum(run_at > CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)), 0),
+       coalesce(sum(CASE state
+                      WHEN 'available'
+                        THEN run_at > CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
+                      WHEN 'running'
+                        THEN lease_expires_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
+                      ELSE 0 END), 0),
        CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
          - min(CASE WHEN run_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
                     THEN run_at END)

@@ -357,8 +357,10 @@ WHERE j.queue = :queue::text AND j.state = 'available'
                   WHERE q.name = :queue::text AND q.paused_at IS NOT NULL);
 
 -- name: stats
--- One row per (queue, state). Each branch matches one partial index, so the statistics of
--- one queue read only that queue's index entries, without an index of their own.
+-- One row per (queue, state): the count, then the state's sub-count (scheduled for
+-- 'available', expired leases for 'running'), then the age of the oldest due job
+-- ('available' only). Each branch matches one partial index, so the statistics of one queue
+-- read only that queue's index entries, without an index of their own.
 SELECT j.queue, 'available'::text,
        count(*),
        count(*) FILTER (WHERE j.run_at > statement_timestamp()),
@@ -369,7 +371,8 @@ FROM :"schema".jobs j
 WHERE j.state = 'available' AND (:queue::text IS NULL OR j.queue = :queue::text)
 GROUP BY j.queue
 UNION ALL
-SELECT j.queue, 'running'::text, count(*), 0::bigint, NULL::bigint
+SELECT j.queue, 'running'::text, count(*),
+       count(*) FILTER (WHERE j.lease_expires_at <= statement_timestamp()), NULL::bigint
 FROM :"schema".jobs j
 WHERE j.state = 'running' AND (:queue::text IS NULL OR j.queue = :queue::text)
 GROUP BY j.queue

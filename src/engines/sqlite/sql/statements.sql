@@ -161,16 +161,17 @@ DELETE FROM readpast_jobs WHERE id IN (
     ORDER BY finished_at LIMIT :limit);
 
 -- name: stats_all
--- One row per (queue, state); scheduled and oldest only matter for 'available'. Every state
--- but running is counted along readpast_jobs_queue_state, running jobs along
+-- One row per (queue, state): the count, then the state's sub-count (scheduled for
+-- 'available', expired leases for 'running'), then the oldest due run_at ('available' only).
+-- Every state but running is counted along readpast_jobs_queue_state, running jobs along
 -- readpast_jobs_expiry. Paused queues come as one more row, of state 'paused', so that a
 -- paused queue without jobs is listed too.
 SELECT queue, state, count(*), coalesce(sum(run_at > :now), 0),
        min(CASE WHEN run_at <= :now THEN run_at END)
   FROM readpast_jobs WHERE state <> 'running' GROUP BY queue, state
 UNION ALL
-SELECT queue, 'running', count(*), 0, NULL FROM readpast_jobs WHERE state = 'running'
-  GROUP BY queue
+SELECT queue, 'running', count(*), coalesce(sum(lease_expires_at <= :now), 0), NULL
+  FROM readpast_jobs WHERE state = 'running' GROUP BY queue
 UNION ALL
 SELECT name, 'paused', 0, 0, NULL FROM readpast_queues WHERE paused_at IS NOT NULL
 ORDER BY 1;
@@ -181,8 +182,8 @@ SELECT queue, state, count(*), coalesce(sum(run_at > :now), 0),
        min(CASE WHEN run_at <= :now THEN run_at END)
   FROM readpast_jobs WHERE state <> 'running' AND queue = :queue GROUP BY queue, state
 UNION ALL
-SELECT queue, 'running', count(*), 0, NULL FROM readpast_jobs
-  WHERE state = 'running' AND queue = :queue GROUP BY queue
+SELECT queue, 'running', count(*), coalesce(sum(lease_expires_at <= :now), 0), NULL
+  FROM readpast_jobs WHERE state = 'running' AND queue = :queue GROUP BY queue
 UNION ALL
 SELECT name, 'paused', 0, 0, NULL FROM readpast_queues
   WHERE paused_at IS NOT NULL AND name = :queue;
