@@ -663,21 +663,20 @@ void Runtime::heartbeat_loop() {
     lock.unlock();
     auto answer =
         extending ? queue_.extend_batch(refs, options_.lease_duration) : queue_.leases_held(refs);
+    const std::string_view kind = extending ? "extending leases" : "checking leases";
     lock.lock();
     if (!answer) {
       if (answer.error().is_unavailable()) {
-        outage_.failed(extending ? "extending leases" : "checking leases", answer.error());
+        outage_.failed(kind, answer.error());
         if (extending) next_extend = std::min(next_extend, Clock::now() + kHeartbeatRetry);
       } else {
         lock.unlock();
-        log(LogLevel::kError,
-            std::string(extending ? "cannot extend leases: " : "cannot check leases: ") +
-                answer.error().message);
+        log(LogLevel::kError, "error " + std::string(kind) + ": " + answer.error().message);
         lock.lock();
       }
       continue;
     }
-    outage_.recovered("extending leases");
+    outage_.recovered(kind);
     std::vector<std::stop_source> to_stop;
     std::vector<Held*> lost_waiting;
     for (std::size_t i = 0; i < refs.size() && i < answer->size(); ++i) {
