@@ -184,6 +184,18 @@ test('a dead job: its payload shows as text, and a retry makes it succeed', asyn
   assert.equal(await page.evaluate(() => window.__pwned), undefined);
 });
 
+test('a running job shows its worker and how long it has run', async () => {
+  await readpast(['enqueue', 'busy', 'x']);
+  const leased = await api('POST', '/api/queues/busy/lease', {worker_id: 'host-7/pid-42'});
+  assert.equal(leased.json.jobs.length, 1);
+  await page.goto(base + '/jobs?queue=busy&state=running');
+  const worker = page.locator('table#jobs tbody tr[data-job] td[data-col="worker"]');
+  await eventually(() => worker.innerText(), (t) => /^host-7\/pid-42 · running for \d+s$/.test(t),
+                   'the worker cell');
+  const job = leased.json.jobs[0];
+  await api('POST', `/api/jobs/${job.id}/complete`, {lease_token: job.lease_token});
+});
+
 test('pause and resume a queue from the overview', async () => {
   await readpast(['enqueue', 'thumbnails', 'x']);
   await page.goto(base + '/');

@@ -372,7 +372,7 @@ async function browser(main) {
             el('thead', {}, el('tr', {},
                el('th', {class: 'num'}, 'ID'), el('th', {}, 'Queue'), el('th', {}, 'State'),
                el('th', {class: 'num'}, 'Attempts'), el('th', {}, 'Enqueued'),
-               el('th', {}, 'Payload'), el('th', {}, 'Last error'))),
+               el('th', {}, 'Worker'), el('th', {}, 'Payload'), el('th', {}, 'Last error'))),
             body),
          pager));
 
@@ -398,7 +398,7 @@ async function browser(main) {
   try {
     const page = await api('GET', '/api/jobs?' + query.toString());
     if (page.jobs.length === 0) {
-      body.replaceChildren(el('tr', {}, el('td', {colspan: 7, class: 'empty'},
+      body.replaceChildren(el('tr', {}, el('td', {colspan: 8, class: 'empty'},
           after ? 'No more jobs.' : 'No jobs match.')));
     } else {
       body.replaceChildren(...page.jobs.map((job) => el('tr', {'data-job': job.id},
@@ -407,6 +407,7 @@ async function browser(main) {
           el('td', {}, stateBadge(job.state)),
           el('td', {class: 'num'}, `${job.attempts}/${job.max_attempts}`),
           el('td', {}, timeCell(job.enqueued_at)),
+          el('td', {'data-col': 'worker'}, workerCell(job)),
           el('td', {class: 'preview'}, payloadPreview(job)),
           el('td', {class: 'preview error-text'}, job.last_error || ''))));
     }
@@ -426,6 +427,14 @@ async function browser(main) {
     showError(e);
     alertBox(e.message);
   }
+}
+
+// A running job: who holds it and for how long it has run (its latest attempt).
+function workerCell(job) {
+  if (job.state !== 'running') return el('span', {class: 'muted'}, '–');
+  const since = job.started_at ? (Date.now() - new Date(job.started_at).getTime()) / 1000 : 0;
+  return el('span', {title: job.started_at || ''}, job.leased_by || '?',
+            el('span', {class: 'muted'}, ' · running for ' + duration(Math.max(since, 1))));
 }
 
 function payloadPreview(job) {
