@@ -5,16 +5,7 @@
 cmake_minimum_required(VERSION 3.25)
 string(REPLACE "," ";" ENGINES "${ENGINES}")
 string(REPLACE "," ";" ALL_ENGINES "${ALL_ENGINES}")
-file(REMOVE_RECURSE ${WORK_DIR})
-file(MAKE_DIRECTORY ${WORK_DIR})
-
-function(run_step)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "step failed (${rc}): ${ARGN}\n${out}\n${err}")
-  endif()
-  message(STATUS "${out}")
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/../support/run_step.cmake)
 
 file(GLOB pages ${SOURCE_DIR}/docs/*.md)
 set(markdown ${SOURCE_DIR}/README.md)
