@@ -119,6 +119,9 @@ class Process {
     if (rc == pid_) exited_ = true;
     return exited_;
   }
+  // Stops the process where it is (SIGSTOP) so that what it wrote can be read as a whole.
+  void freeze() { ::kill(pid_, SIGSTOP); }
+  void thaw() { ::kill(pid_, SIGCONT); }
   void kill_now() {
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, &status_, 0);
@@ -211,6 +214,25 @@ class MultiprocessTest : public ::testing::TestWithParam<std::string> {
     }
   }
 
+  // True when a job the database shows running under one of PROCESS's threads is also a
+  // lease that PROCESS's history records (so the checker can follow it to its taker).
+  bool holds_a_recorded_lease(const std::string& process) {
+    History seen;
+    read_history_file(history_path(process), seen);
+    std::set<JobId> recorded;
+    for (const auto& lease : seen.leases) recorded.insert(lease.job);
+    for (const auto& completion : seen.completions) recorded.erase(completion.job);
+    ListRequest request;
+    request.queue = kQueue;
+    request.state = JobState::kRunning;
+    request.limit = 1000;
+    for (const auto& job : patiently([&] { return queue_->list(request); })) {
+      if (job.leased_by && job.leased_by->starts_with(process + "/") && recorded.contains(job.id))
+        return true;
+    }
+    return false;
+  }
+
   History read_histories(const std::vector<std::unique_ptr<Process>>& processes) {
     History history;
     for (const auto& p : processes) read_history_file(history_path(p->name()), history);
@@ -275,6 +297,9 @@ TEST_P(MultiprocessTest, JobsOfAKilledWorkerComeBackOnlyAfterTheirLeasesExpire) 
   }
 
   // Kill it mid-run: once it has completed a batch and holds leases it has not settled.
+  // Its history file lags the database (a completion commits before it is recorded), so the
+  // file alone cannot prove a lease is still held: the victim is frozen (SIGSTOP), and only
+  // killed when the database shows a running job leased by it that its history records.
   std::int64_t victim_leases = 0;
   std::int64_t victim_completions = 0;
   bool holding = false;
@@ -291,8 +316,14 @@ TEST_P(MultiprocessTest, JobsOfAKilledWorkerComeBackOnlyAfterTheirLeasesExpire) 
         seen.settles.begin(), seen.settles.end(),
         [](const SettleEvent& settle) { return settle.kind != SettleEvent::Kind::kExtend; });
     if (victim_completions >= 8 && victim_leases > victim_completions + given_back) {
-      holding = true;
-      break;
+      workers[0]->freeze();
+      // A statement sent just before the stop still finishes on the server.
+      std::this_thread::sleep_for(100ms);
+      if (holds_a_recorded_lease("victim")) {
+        holding = true;
+        break;
+      }
+      workers[0]->thaw();
     }
     std::this_thread::sleep_for(5ms);
   }
