@@ -331,6 +331,10 @@ Result<bool> Queue::wait_for_work(std::string_view queue, Duration timeout) {
   return state_->noted(state_->engine->wait_for_work(queue, timeout));
 }
 
+Subscription Queue::on_cancel(std::function<void()> notify) {
+  return state_->engine->on_cancel(std::move(notify));
+}
+
 Result<std::int64_t> Queue::rescue_expired(std::string_view queue) {
   if (auto ok = validate_queue_name(queue); !ok) return fail_with(ok.error());
   auto rescued = state_->noted(state_->engine->rescue_expired(queue));

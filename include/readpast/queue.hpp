@@ -8,11 +8,13 @@
 // otherwise it reports ErrorCode::kLeaseLost and changes nothing.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "readpast/error.hpp"
@@ -24,6 +26,33 @@ namespace readpast {
 namespace detail {
 class Engine;
 }
+
+// Ends what it stands for (a subscription) when destroyed or reset; empty when there was
+// nothing to subscribe to. Movable, not copyable.
+class Subscription {
+ public:
+  Subscription() = default;
+  explicit Subscription(std::function<void()> end) : end_(std::move(end)) {}
+  Subscription(Subscription&& other) noexcept : end_(std::exchange(other.end_, nullptr)) {}
+  Subscription& operator=(Subscription&& other) noexcept {
+    if (this != &other) {
+      reset();
+      end_ = std::exchange(other.end_, nullptr);
+    }
+    return *this;
+  }
+  Subscription(const Subscription&) = delete;
+  Subscription& operator=(const Subscription&) = delete;
+  ~Subscription() { reset(); }
+
+  explicit operator bool() const noexcept { return static_cast<bool>(end_); }
+  void reset() {
+    if (auto end = std::exchange(end_, nullptr)) end();
+  }
+
+ private:
+  std::function<void()> end_;
+};
 
 class Queue {
  public:
@@ -71,6 +100,16 @@ class Queue {
   // the threads waiting on one Queue for the queue, a notification wakes one; a lease()
   // that comes back with max_jobs jobs wakes the next (docs/postgres.md).
   Result<bool> wait_for_work(std::string_view queue, Duration timeout);
+
+  // Calls `notify` soon after any job is cancelled, from another thread, on engines that
+  // push cancellations (PostgreSQL: a NOTIFY on the wake-up channel, when it can LISTEN);
+  // a worker then asks leases_held at once instead of at its next poll. Empty when the
+  // engine does not push (SQLite, MariaDB, PostgreSQL behind a transaction pooler without a
+  // direct listen URL): poll leases_held. A notification can be lost (a reconnect calls
+  // `notify` once to make up for it), so a worker keeps polling too. `notify` must be
+  // cheap and must not call this Queue; it is not called once the Subscription is gone,
+  // which must be before the Queue is.
+  Subscription on_cancel(std::function<void()> notify);
 
   // Moves running jobs of the queue whose lease expired back to available (or to dead
   // when their attempts are spent). lease() does this by itself at most once per

@@ -9,6 +9,7 @@
 // its own pool of connections.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -19,6 +20,7 @@
 #include "readpast/error.hpp"
 #include "readpast/job.hpp"
 #include "readpast/options.hpp"
+#include "readpast/queue.hpp"
 
 namespace readpast::detail {
 
@@ -86,6 +88,8 @@ class Engine {
   // Which leases are still held (the job running under that token): reads only, so that a
   // worker can ask often (Queue::leases_held).
   virtual Result<std::vector<bool>> held(std::span<const LeasedRef> refs) = 0;
+  // See Queue::on_cancel. Default: this engine does not push cancellations.
+  virtual Subscription on_cancel(std::function<void()> /*notify*/) { return {}; }
   // See Queue::wait_for_work.
   virtual Result<bool> wait_for_work(std::string_view queue, Duration timeout) = 0;
   virtual Result<std::int64_t> rescue_expired(std::string_view queue) = 0;

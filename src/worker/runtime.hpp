@@ -190,6 +190,7 @@ class Runtime {
   Clock::time_point grace_deadline_{};  // meaningful once stop_phase_ != kRunning
   bool fetchers_done_ = false;          // every fetcher has ended
   bool threads_exit_ = false;           // tells the other threads to end
+  bool check_leases_now_ = false;       // a job was cancelled somewhere (Queue::on_cancel)
   std::optional<Error> fatal_error_;
   // When the timer wakes next (max: only when notified). A job whose timeout falls
   // earlier notifies it.

@@ -1,5 +1,6 @@
 // Fencing by lease token, and expired leases: a worker that stalled past its lease can
 // neither complete nor overwrite the job another worker now holds.
+#include <atomic>
 #include <thread>
 
 #include "conformance/queue_test.hpp"
@@ -277,6 +278,32 @@ TEST_P(QueueTest, RescueExpiredMovesOnlyExpiredLeasesOfItsQueue) {
   // The rescued jobs can be leased right away.
   EXPECT_EQ(lease("q", 5).size(), 2u);
   (void)other;
+}
+
+// PostgreSQL pushes cancellations (a NOTIFY at commit), so that a worker stops a cancelled
+// job at once; the other engines have nothing to push and say so with an empty
+// subscription (their workers poll leases_held).
+TEST_P(QueueTest, OnCancelPushesWhereTheEngineCanAndStopsWhenTheSubscriptionEnds) {
+  std::atomic<int> calls{0};
+  Subscription subscription = q().on_cancel([&calls] { ++calls; });
+  if (!subscription) {
+    EXPECT_NE(GetParam(), "postgres") << "PostgreSQL, listening directly, pushes cancellations";
+    return;
+  }
+  JobId id = enqueue("q");
+  lease_one("q");
+  Queue other = open_another();  // another process, say
+  EXPECT_EQ(ok(other.cancel(std::vector<JobId>{id})), std::vector<JobId>{id});
+  EXPECT_TRUE(eventually([&] { return calls.load() > 0; }, std::chrono::seconds(5)))
+      << "no push after a running job was cancelled";
+
+  subscription.reset();
+  const int seen = calls.load();
+  JobId second = enqueue("q");
+  lease_one("q");
+  ok(other.cancel(std::vector<JobId>{second}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(calls.load(), seen) << "called after its subscription ended";
 }
 
 }  // namespace

@@ -1,5 +1,10 @@
 // Time limits, lost leases, pause and resume, and shutdown: what the worker records when a
 // handler is stopped, and that nothing is left running or leased.
+#include <array>
+#include <atomic>
+#include <thread>
+#include <vector>
+
 #include "worker/worker_test.hpp"
 
 namespace readpast::test {
@@ -99,6 +104,54 @@ TEST_P(WorkerTest, ACancelStopsTheHandlerWithinASecondWhateverTheLease) {
                           << " ms from the cancel to the handler's stop";
   EXPECT_EQ(get(id).state, JobState::kCancelled);
   EXPECT_EQ(worker.counters().lost, 1);
+}
+
+TEST_P(WorkerTest, OnPostgresACancelIsPushedToTheHandlerFasterThanAnyPoll) {
+  // PostgreSQL announces a cancel at commit (Queue::on_cancel): the worker checks its leases
+  // at once, instead of at its next poll (every 400 ms). Four cancels at different moments
+  // between polls all stop their handlers within 250 ms; polling alone would take longer
+  // for most of them.
+  if (GetParam() != "postgres") GTEST_SKIP() << "only PostgreSQL pushes cancellations";
+  constexpr int kJobs = 4;
+  std::vector<JobId> ids;
+  for (int i = 0; i < kJobs; ++i) ids.push_back(enqueue("q"));
+  Queue admin = open_another();
+  WorkerOptions o = options();
+  o.lease_duration = 30s;
+  Worker worker(q(), o);
+  QueueConfig one_at_a_time;
+  one_at_a_time.concurrency = 1;
+  std::array<std::atomic<std::int64_t>, kJobs> stopped_at{};
+  ASSERT_TRUE(worker.handle(
+      "q",
+      [&](const Job& job, std::stop_token cancel) {
+        auto result = wait_for_cancel(job, cancel);
+        for (int i = 0; i < kJobs; ++i) {
+          if (ids[i] == job.id)
+            stopped_at[i] = std::chrono::steady_clock::now().time_since_epoch().count();
+        }
+        return result;
+      },
+      one_at_a_time));
+  std::array<std::int64_t, kJobs> cancelled_at{};
+  std::thread canceller([&] {
+    for (int i = 0; i < kJobs; ++i) {
+      ASSERT_TRUE(wait_for_state(ids[i], JobState::kRunning));
+      std::this_thread::sleep_for(std::chrono::milliseconds(60 + 90 * i));  // apart from polls
+      cancelled_at[i] = std::chrono::steady_clock::now().time_since_epoch().count();
+      ASSERT_TRUE(admin.cancel(std::vector<JobId>{ids[i]}));
+    }
+  });
+  ASSERT_TRUE(worker.run());
+  canceller.join();
+  for (int i = 0; i < kJobs; ++i) {
+    ASSERT_NE(stopped_at[i].load(), 0) << i;
+    const auto took = std::chrono::steady_clock::duration(stopped_at[i] - cancelled_at[i]);
+    EXPECT_LT(took, 250ms) << "job " << i << ": "
+                           << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                           << " ms from the cancel to the handler's stop";
+  }
+  EXPECT_EQ(worker.counters().lost, kJobs);
 }
 
 TEST_P(WorkerTest, LeasesAreExtendedWhileAHandlerRuns) {

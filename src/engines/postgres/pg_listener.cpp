@@ -15,6 +15,11 @@ namespace {
 
 constexpr auto kRelistenFirstBackoff = std::chrono::milliseconds(100);
 constexpr auto kRelistenMaxBackoff = std::chrono::seconds(5);
+// The cancel statement's payload (sql/statements.sql); no queue name starts with "!".
+constexpr std::string_view kCancelPayload = "!cancel";
+// How long add_cancel_callback waits for LISTEN to be in force (a database that is down must
+// not hold a worker's start up longer).
+constexpr auto kCallbackPatience = std::chrono::seconds(1);
 
 struct NotifyDeleter {
   void operator()(PGnotify* n) const noexcept { PQfreemem(n); }
@@ -61,12 +66,39 @@ void Listener::subscribe(std::string_view queue, Duration patience) {
     queues_.try_emplace(std::string(queue));
     return;  // nothing to wait for: no notification will come
   }
-  if (!started_) {
-    started_ = true;
-    thread_ = std::jthread([this](std::stop_token stop) { run(std::move(stop)); });
-  }
+  start_thread();
   if (queues_.find(queue) == queues_.end()) queues_.emplace(std::string(queue), QueueState{});
   notified_.wait_for(lock, patience, [&] { return listening_; });
+}
+
+void Listener::start_thread() {
+  if (started_) return;
+  started_ = true;
+  thread_ = std::jthread([this](std::stop_token stop) { run(std::move(stop)); });
+}
+
+std::uint64_t Listener::add_cancel_callback(std::function<void()> notify) {
+  std::uint64_t id = 0;
+  {
+    std::lock_guard lock(callbacks_mu_);
+    id = next_callback_id_++;
+    cancel_callbacks_.emplace(id, std::move(notify));
+  }
+  std::unique_lock lock(mu_);
+  start_thread();
+  // As subscribe(): a cancellation after this returns is announced to it.
+  notified_.wait_for(lock, kCallbackPatience, [&] { return listening_; });
+  return id;
+}
+
+void Listener::remove_cancel_callback(std::uint64_t id) {
+  std::lock_guard lock(callbacks_mu_);
+  cancel_callbacks_.erase(id);
+}
+
+void Listener::call_cancel_callbacks() {
+  std::lock_guard lock(callbacks_mu_);
+  for (auto& [id, notify] : cancel_callbacks_) notify();
 }
 
 bool Listener::wait(std::string_view queue, Duration timeout) {
@@ -142,6 +174,7 @@ void Listener::run(std::stop_token stop) {
       // After a reconnect, whatever was announced while we were not listening is lost:
       // wake everyone once. (The first connect loses nothing: see subscribe().)
       set_listening(true, /*wake_everyone=*/ever_connected);
+      if (ever_connected) call_cancel_callbacks();
       ever_connected = true;
     }
     PGconn* conn = connection->raw();
@@ -156,16 +189,21 @@ void Listener::run(std::stop_token stop) {
       continue;
     }
     bool any = false;
+    bool cancelled = false;
     {
       std::lock_guard lock(mu_);
       while (auto n = std::unique_ptr<PGnotify, NotifyDeleter>(PQnotifies(conn))) {
-        if (auto it = queues_.find(std::string_view(n->extra)); it != queues_.end()) {
+        const std::string_view payload(n->extra);
+        if (payload == kCancelPayload) {
+          cancelled = true;
+        } else if (auto it = queues_.find(payload); it != queues_.end()) {
           ++it->second.wakeups;
           any = true;
         }
       }
     }
     if (any) notified_.notify_all();
+    if (cancelled) call_cancel_callbacks();
   }
 }
 

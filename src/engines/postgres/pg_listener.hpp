@@ -31,12 +31,17 @@
 // waiters one full lease at a time. After a reconnect every waiter is woken, since
 // notifications sent while disconnected are lost.
 //
+// Cancellations ride on the same channel, with the payload "!cancel" (a queue name cannot
+// start with "!"): on_cancel's callbacks are called for each, and once after every
+// reconnect (what was sent meanwhile is lost), from the listener's thread.
+//
 // Thread-safety: all methods may be called from any thread; queues_ and the thread's
 // start are guarded by mu_. The connection is touched by the background thread only.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -75,6 +80,12 @@ class Listener {
   bool wait(std::string_view queue, Duration timeout);
   // True when no notification can come: callers must look at the table themselves.
   bool polls() const noexcept { return !config_; }
+  // Calls `notify` after each cancellation announced, until the returned id is removed;
+  // starts the listener's thread if need be and waits (a second at most) until it LISTENs.
+  // REQUIRES: !polls().
+  std::uint64_t add_cancel_callback(std::function<void()> notify);
+  // After it returns, that callback is not running and will not be called again.
+  void remove_cancel_callback(std::uint64_t id);
 
  private:
   struct QueueState {
@@ -89,6 +100,8 @@ class Listener {
   bool wait_readable(int socket, const std::stop_token& stop);
   // Records whether LISTEN is in force; optionally wakes every queue's waiters.
   void set_listening(bool listening, bool wake_everyone);
+  void start_thread();  // REQUIRES: mu_ held
+  void call_cancel_callbacks();
 
   // Constant after construction.
   const std::optional<ConnectionConfig> config_;
@@ -101,6 +114,10 @@ class Listener {
   std::map<std::string, QueueState, std::less<>> queues_;  // guarded by mu_
   bool started_ = false;                                   // guarded by mu_
   bool listening_ = false;                                 // guarded by mu_
+  // Held while callbacks run, so that removing one waits for a call in progress.
+  std::mutex callbacks_mu_;
+  std::map<std::uint64_t, std::function<void()>> cancel_callbacks_;  // guarded by callbacks_mu_
+  std::uint64_t next_callback_id_ = 1;                               // guarded by callbacks_mu_
   std::jthread thread_;  // last member: joined by ~Listener before the rest goes away
 };
 

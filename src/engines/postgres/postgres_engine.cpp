@@ -520,6 +520,12 @@ class PostgresEngine final : public Engine {
     return rows->size() == 1;
   }
 
+  Subscription on_cancel(std::function<void()> notify) override {
+    if (listener_.polls()) return {};
+    const std::uint64_t id = listener_.add_cancel_callback(std::move(notify));
+    return Subscription([this, id] { listener_.remove_cancel_callback(id); });
+  }
+
   Result<TimePoint> now() override {
     auto rows = exec(sql_.now, Params(pg::sql::now::param_count));
     if (!rows) return fail_with(rows.error());

@@ -292,10 +292,22 @@ FROM expired
 WHERE j.id = expired.id AND j.state = 'running';
 
 -- name: cancel
-UPDATE :"schema".jobs j
-SET state = 'cancelled', finished_at = statement_timestamp(), lease_expires_at = NULL
-WHERE j.id = ANY(:ids::bigint[]) AND j.state IN ('available', 'running')
-RETURNING j.id;
+-- Announced on the wake-up channel with the payload '!cancel' (no queue name starts with a
+-- '!', so it cannot be mistaken for a queue's wake-up; pg_listener.hpp): listening workers
+-- check their running jobs' leases at once instead of at their next poll. NOTIFY is
+-- delivered at commit, so a worker never checks before the cancel is visible.
+WITH cancelled AS (
+  UPDATE :"schema".jobs j
+  SET state = 'cancelled', finished_at = statement_timestamp(), lease_expires_at = NULL
+  WHERE j.id = ANY(:ids::bigint[]) AND j.state IN ('available', 'running')
+  RETURNING j.id, j.lease_token IS NOT NULL AS was_leased
+), announced AS (
+  -- One row whatever was cancelled (an aggregate without GROUP BY), so that the join below
+  -- keeps every id; a NOTIFY only when a job that had a lease was cancelled.
+  SELECT CASE WHEN bool_or(was_leased) THEN pg_notify(:'channel', '!cancel') END AS sent
+  FROM cancelled
+)
+SELECT c.id FROM cancelled c CROSS JOIN announced;
 
 -- name: retry
 -- A job whose unique key a live job of its queue holds stays where it is: it cannot become
