@@ -83,6 +83,12 @@ struct Sql {
   Statement list_queue;
   Statement list_state;
   Statement list_queue_state;
+  Statement list_all_desc;
+  Statement list_queue_desc;
+  Statement list_state_desc;
+  Statement list_queue_state_desc;
+  Statement id_bounds;
+  Statement delete_finished;
   Statement get;
   Statement finished_since;
   Statement pause;
