@@ -510,7 +510,9 @@ Result<JobPage> Queue::list_page(const ListRequest& request) {
     range.state = implied;
   }
   std::optional<JobId> window_end;  // the window's last id when it stops short
-  if (request.scan_limit && (request.view || request.search)) {
+  // Windowed: what no index range answers (options.hpp, ListRequest::scan_limit).
+  const bool windowed = request.view || request.search || (request.state && !request.queue);
+  if (request.scan_limit && windowed) {
     auto bounds = state_->engine->id_bounds();
     if (!bounds) return fail_with(bounds.error());
     if (!*bounds) return JobPage{};

@@ -135,11 +135,12 @@ struct ListRequest {
   // ASCII letters matched in any case; taken literally (no wildcards). 1 to 1024 bytes.
   std::optional<std::string> search;
   int limit = 100;
-  // With a view or a search, the rows that match may be rare, and a page could read the
-  // whole table to fill itself. With scan_limit, Queue::list_page looks at no more than this
-  // many consecutive ids (from the bound it starts at, in `order`), so no request reads more
-  // than that many rows, and says where it stopped (JobPage::resume_id). Ignored without a
-  // view or a search. Default: no bound.
+  // With a view, a search, or a state without a queue, the rows that match may be rare
+  // and no index range holds just them, so a page could read the whole table to fill
+  // itself. With scan_limit, Queue::list_page looks at no more than this many consecutive
+  // ids (from the bound it starts at, in `order`), so no request reads more than that many
+  // rows, and says where it stopped (JobPage::resume_id). Ignored for other requests (no
+  // filter, a queue, a queue and a state: index ranges). Default: no bound.
   std::optional<std::int64_t> scan_limit;
 };
 

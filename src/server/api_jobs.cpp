@@ -17,7 +17,8 @@ using Json = nlohmann::ordered_json;
 
 constexpr std::int64_t kDefaultPage = 50;
 constexpr std::int64_t kMaxPage = 1000;
-// How many consecutive ids one list request with a view or a search looks at, at most
+// How many consecutive ids one list request with a view, a search or a state without a queue
+// looks at, at most
 // (ListRequest::scan_limit; docs/http.md "Look at jobs", docs/benchmarks.md for its cost).
 constexpr std::int64_t kScanIds = 20000;
 
@@ -36,8 +37,9 @@ bool truncate_payload(std::string& payload, std::size_t limit) {
 // parameters of the pages on either side ({"before": ID} or {"after": ID}), null where there is
 // none. A cursor that points backwards (?after= in newest-first order, ?before= in oldest-first)
 // reads that way and turns the page round, so both directions are keyset range scans, however
-// deep (job_pages.hpp). With a view or a search a request looks at no more than kScanIds
-// consecutive ids; a page that stopped there may be short, or empty, with a "next" to go on.
+// deep (job_pages.hpp). With a view, a search or a state without a queue a request looks at no
+// more than kScanIds consecutive ids; a page that stopped there may be short, or empty, with a
+// "next" to go on.
 Result<HttpResponse> list(Queue& queue, const HttpRequest& request) {
   ListRequest list;
   if (auto name = request.query_value("queue"); name && !name->empty()) {

@@ -221,9 +221,20 @@ TEST_P(QueueTest, ListScanLimitBoundsASearchAndSaysWhereToGoOn) {
   auto page = ok(q().list_page(request));
   ASSERT_EQ(ids_of(page.jobs), (std::vector<JobId>{all[3]}));
   EXPECT_EQ(page.resume_id, std::optional<JobId>(all[3]));
-  // Without a view or a search, the scan limit changes nothing.
+  // A state without a queue is bounded too (no index range holds just it).
+  ListRequest state_only;
+  state_only.state = JobState::kAvailable;
+  state_only.scan_limit = 8;
+  auto window = ok(q().list_page(state_only));
+  EXPECT_EQ(ids_of(window.jobs), std::vector<JobId>(all.begin(), all.begin() + 8));
+  EXPECT_EQ(window.resume_id, std::optional<JobId>(all.front() + 7));
+  // With no filter, a queue, or a queue and a state, the scan limit changes nothing.
   ListRequest plain;
   plain.scan_limit = 2;
+  EXPECT_EQ(ok(q().list(plain)).size(), 30u);
+  plain.queue = "q";
+  EXPECT_EQ(ok(q().list(plain)).size(), 30u);
+  plain.state = JobState::kAvailable;
   EXPECT_EQ(ok(q().list(plain)).size(), 30u);
   plain.scan_limit = 0;
   EXPECT_ERROR_CODE(q().list(plain), ErrorCode::kInvalidArgument);

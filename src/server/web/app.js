@@ -502,7 +502,8 @@ async function browser(main) {
     }
     for (const [name, value] of Object.entries(cursor)) query.set(name, value);
     const page = await api('GET', '/api/jobs?' + query.toString());
-    const searching = filters.q || filters.view;
+    // These read a window of ids per request (docs/http.md "What a page costs").
+    const searching = filters.q || filters.view || (filters.state && !filters.queue);
     if (page.jobs.length === 0) {
       const why = page.next && searching ? 'No matches among these ids yet.'
                                         : Object.keys(cursor).length ? 'No more jobs.'
