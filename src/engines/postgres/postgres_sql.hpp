@@ -40,6 +40,11 @@ struct Statement {
   std::string name;
   std::string sql;
   int param_count = 0;
+  // Prepared once per session under `name` (its plan cached: after five calls PostgreSQL may
+  // keep one generic plan for every value). False: sent with its values each time and
+  // planned for them, for a statement whose best plan depends on the values (the lists: a
+  // rare state in a queue is an index range, a common one a walk of the primary key).
+  bool prepared = true;
 };
 
 // The statements of sql/statements.sql for one schema, under the same names.
