@@ -2,8 +2,10 @@
 // rescue expired leases. Engines only run SQL.
 #include "readpast/queue.hpp"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <random>
@@ -12,6 +14,7 @@
 #include "core/queue_metrics.hpp"
 #include "core/schedule_spec.hpp"
 #include "core/url.hpp"
+#include "core/utf8.hpp"
 #include "core/validate.hpp"
 #include "engines/engine_registry.hpp"
 
@@ -113,6 +116,25 @@ struct Queue::State {
     return std::optional<detail::FailItem>(std::move(item));
   }
 };
+
+std::string_view to_string(ListView view) noexcept {
+  switch (view) {
+    case ListView::kScheduled:
+      return "scheduled";
+    case ListView::kRetrying:
+      return "retrying";
+    case ListView::kExpired:
+      return "expired";
+  }
+  return "scheduled";
+}
+
+std::optional<ListView> parse_list_view(std::string_view text) noexcept {
+  for (ListView view : {ListView::kScheduled, ListView::kRetrying, ListView::kExpired}) {
+    if (text == to_string(view)) return view;
+  }
+  return std::nullopt;
+}
 
 namespace {
 
@@ -366,6 +388,11 @@ Result<std::vector<JobId>> Queue::retry(std::span<const JobId> ids) {
   return state_->engine->retry(ids);
 }
 
+Result<std::vector<JobId>> Queue::remove(std::span<const JobId> ids) {
+  if (ids.empty()) return std::vector<JobId>{};
+  return state_->engine->remove(ids);
+}
+
 Result<std::int64_t> Queue::retry_all(std::string_view queue, JobState state) {
   if (auto ok = validate_queue_name(queue); !ok) return fail_with(ok.error());
   if (state != JobState::kDead && state != JobState::kCancelled) {
@@ -508,13 +535,85 @@ Result<std::vector<QueueStats>> Queue::stats(std::optional<std::string_view> que
 }
 
 Result<std::vector<Job>> Queue::list(const ListRequest& request) {
+  auto page = list_page(request);
+  if (!page) return fail_with(page.error());
+  return std::move(page->jobs);
+}
+
+// Invariant of the scan window (ListRequest::scan_limit): the engine is asked for one range
+// of at most scan_limit consecutive ids, taken from the end the order starts at; when that
+// window stops short of the request's range (and of the table), the page's resume_id is
+// the window's last id, so the next request goes on from there and no id is skipped.
+Result<JobPage> Queue::list_page(const ListRequest& request) {
   if (request.queue) {
     if (auto ok = validate_queue_name(*request.queue); !ok) return fail_with(ok.error());
   }
   if (request.limit < 1 || request.limit > 100000) {
     return fail_with(Error::invalid_argument("list limit must be between 1 and 100000"));
   }
-  return state_->engine->list(request);
+  if (request.search && (request.search->empty() || request.search->size() > kMaxListSearchBytes)) {
+    return fail_with(Error::invalid_argument("list search text must be 1 to " +
+                                             std::to_string(kMaxListSearchBytes) + " bytes"));
+  }
+  if (request.search && (request.search->find('\0') != std::string::npos ||
+                         !detail::is_valid_utf8(*request.search))) {
+    return fail_with(Error::invalid_argument("list search text must be UTF-8 without NUL bytes"));
+  }
+  if (request.scan_limit && (*request.scan_limit < 1 || *request.scan_limit > kMaxListScanLimit)) {
+    return fail_with(Error::invalid_argument("list scan limit must be between 1 and " +
+                                             std::to_string(kMaxListScanLimit)));
+  }
+  ListRequest range = request;
+  if (request.view) {
+    const JobState implied =
+        *request.view == ListView::kExpired ? JobState::kRunning : JobState::kAvailable;
+    if (request.state && *request.state != implied) {
+      return fail_with(Error::invalid_argument(
+          "list view " + std::string(to_string(*request.view)) + " is part of state " +
+          std::string(to_string(implied)) + ", not " + std::string(to_string(*request.state))));
+    }
+    range.state = implied;
+  }
+  std::optional<JobId> window_end;  // the window's last id when it stops short
+  // Windowed: what no index range answers (options.hpp, ListRequest::scan_limit).
+  const bool windowed = request.view || request.search || (request.state && !request.queue);
+  if (request.scan_limit && windowed) {
+    auto bounds = state_->engine->id_bounds();
+    if (!bounds) return fail_with(bounds.error());
+    if (!*bounds) return JobPage{};
+    const auto [low, high] = **bounds;
+    const JobId scan = *request.scan_limit;
+    if (request.order == ListOrder::kNewestFirst) {
+      const JobId upper = std::min(request.before_id.value_or(high + 1), high + 1);
+      const JobId lower = std::max<JobId>(request.after_id.value_or(0), low - 1);
+      if (upper <= lower + 1) return JobPage{};
+      if (upper - scan - 1 > lower) {
+        range.after_id = upper - scan - 1;
+        window_end = upper - scan;
+      }
+      range.before_id = upper;
+    } else {
+      const JobId lower = std::max<JobId>(request.after_id.value_or(0), low - 1);
+      const JobId upper =
+          std::min(request.before_id.value_or(std::numeric_limits<JobId>::max()), high + 1);
+      if (upper <= lower + 1) return JobPage{};
+      if (lower + scan + 1 < upper) {
+        range.before_id = lower + scan + 1;
+        window_end = lower + scan;
+      }
+      range.after_id = lower;
+    }
+  }
+  auto jobs = state_->engine->list(range);
+  if (!jobs) return fail_with(jobs.error());
+  JobPage page;
+  page.jobs = std::move(*jobs);
+  if (page.jobs.size() == static_cast<std::size_t>(request.limit)) {
+    page.resume_id = page.jobs.back().id;
+  } else {
+    page.resume_id = window_end;
+  }
+  return page;
 }
 
 Result<Job> Queue::get(JobId id) {

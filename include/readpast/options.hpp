@@ -110,11 +110,52 @@ struct FailRequest {
 // Where a failed job went.
 enum class FailOutcome { kRetrying, kDead };
 
+// The order of a list, by id (ids increase with enqueueing).
+enum class ListOrder { kOldestFirst, kNewestFirst };
+
+// The derived states of docs/design.md, each a part of one stored state:
+//   kScheduled  available with run_at still in the future;
+//   kRetrying   available with attempts > 0 (failed at least once, waiting for its next try);
+//   kExpired    running with its lease passed (no rescue has moved it yet).
+enum class ListView { kScheduled, kRetrying, kExpired };
+std::string_view to_string(ListView view) noexcept;  // "scheduled", "retrying", "expired"
+std::optional<ListView> parse_list_view(std::string_view text) noexcept;
+
+// Bounds of ListRequest::search and ListRequest::scan_limit.
+inline constexpr std::size_t kMaxListSearchBytes = 1024;
+inline constexpr std::int64_t kMaxListScanLimit = 1'000'000'000;
+
 struct ListRequest {
   std::optional<std::string> queue;  // Default: every queue
   std::optional<JobState> state;     // Default: every state
-  std::optional<JobId> after_id;     // keyset paging: only ids greater than this
+  // A view implies its stored state: `state`, when given too, must be that one.
+  std::optional<ListView> view;  // Default: none
+  // Keyset paging, both bounds exclusive: only ids greater than after_id and less than
+  // before_id. The page is the first `limit` of that range in `order`.
+  std::optional<JobId> after_id;
+  std::optional<JobId> before_id;
+  ListOrder order = ListOrder::kOldestFirst;  // Default: oldest first, as it always was
+  // Only jobs whose payload, leased_by (worker), unique_key or last_error contains this text,
+  // ASCII letters matched in any case; taken literally (no wildcards). 1 to 1024 bytes.
+  std::optional<std::string> search;
   int limit = 100;
+  // With a view, a search, or a state without a queue, the rows that match may be rare
+  // and no index range holds just them, so a page could read the whole table to fill
+  // itself. With scan_limit, Queue::list_page looks at no more than this many consecutive
+  // ids (from the bound it starts at, in `order`), so no request reads more than that many
+  // rows, and says where it stopped (JobPage::resume_id). Ignored for other requests (no
+  // filter, a queue, a queue and a state: index ranges). Default: no bound.
+  std::optional<std::int64_t> scan_limit;
+};
+
+// One page of Queue::list_page.
+struct JobPage {
+  std::vector<Job> jobs;  // in the request's order
+  // Where to go on: the last id this page covered, in the request's order; every job
+  // between the request's starting bound and this id that matches is on the page. Pass it
+  // as the next request's after_id (oldest first) or before_id (newest first). nullopt when
+  // the page reached the end of the range.
+  std::optional<JobId> resume_id;
 };
 
 struct PurgeRequest {

@@ -124,6 +124,9 @@ class Queue {
   Result<std::vector<JobId>> cancel(std::span<const JobId> ids);
   // dead or cancelled → available now, attempts reset to 0. Returns the ids retried.
   Result<std::vector<JobId>> retry(std::span<const JobId> ids);
+  // Deletes the jobs among ids that are succeeded, dead or cancelled (never a live job: cancel
+  // it first). Returns the ids deleted.
+  Result<std::vector<JobId>> remove(std::span<const JobId> ids);
   // Every job of the queue in the state (dead or cancelled); returns how many.
   Result<std::int64_t> retry_all(std::string_view queue, JobState state);
   // Deletes succeeded, dead or cancelled jobs; returns how many.
@@ -168,7 +171,10 @@ class Queue {
   // One entry per queue that has jobs or is paused, ordered by name; or just the named
   // queue.
   Result<std::vector<QueueStats>> stats(std::optional<std::string_view> queue = std::nullopt);
+  // The jobs of ListRequest, in its order; list_page also says where the next page starts,
+  // and bounds its reading by request.scan_limit (see ListRequest). list is list_page's jobs.
   Result<std::vector<Job>> list(const ListRequest& request);
+  Result<JobPage> list_page(const ListRequest& request);
   Result<Job> get(JobId id);  // kNotFound when there is no such job
 
   // Metrics (docs/metrics.md). A Queue counts the jobs it leased as they settle (completed,

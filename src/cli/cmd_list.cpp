@@ -1,4 +1,5 @@
-// readpast list — the jobs of a queue, oldest id first.
+// readpast list — the jobs of a queue, oldest id first (or newest first), filtered by state,
+// view or search text.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -23,6 +24,10 @@ struct ListArgs {
   std::optional<std::string> state;
   int limit = 100;
   std::optional<JobId> after;
+  std::optional<JobId> before;
+  bool newest_first = false;
+  std::optional<std::string> view;
+  std::optional<std::string> search;
   bool json = false;
 };
 
@@ -38,6 +43,30 @@ CliStatus list(Session& session, const ListArgs& args) {
                                   JobState::kDead, JobState::kCancelled});
     if (!state) return fail_cli(state.error());
     request.state = *state;
+  }
+  request.before_id = args.before;
+  if (args.newest_first) request.order = ListOrder::kNewestFirst;
+  if (args.view) {
+    auto view = parse_list_view(*args.view);
+    if (!view) {
+      return fail_cli(
+          usage_error("--view: '" + *args.view + "' is not one of scheduled, retrying, expired"));
+    }
+    const JobState part_of =
+        *view == ListView::kExpired ? JobState::kRunning : JobState::kAvailable;
+    if (request.state && *request.state != part_of) {
+      return fail_cli(usage_error("--view " + *args.view + " is part of state " +
+                                  std::string(to_string(part_of)) + ", not " +
+                                  std::string(to_string(*request.state))));
+    }
+    request.view = *view;
+  }
+  if (args.search) {
+    if (args.search->empty() || args.search->size() > kMaxListSearchBytes) {
+      return fail_cli(usage_error("--search: the text must be 1 to " +
+                                  std::to_string(kMaxListSearchBytes) + " bytes"));
+    }
+    request.search = *args.search;
   }
   auto queue = session.open_to_read();
   if (!queue) return fail_cli(queue.error());
@@ -67,8 +96,8 @@ CliStatus list(Session& session, const ListArgs& args) {
   }
   session.console().write_stdout(table.render());
   if (static_cast<int>(jobs->size()) == args.limit) {
-    session.log().info("showing the first {} job(s); for the next ones: --after {}", args.limit,
-                       jobs->back().id);
+    session.log().info("showing the first {} job(s); for the next ones: {} {}", args.limit,
+                       args.newest_first ? "--before" : "--after", jobs->back().id);
   }
   return {};
 }
@@ -79,8 +108,11 @@ Command add_list_command(CLI::App& parent) {
   auto args = std::make_shared<ListArgs>();
   auto* app = add_command(
       parent, "list", "List the jobs of a queue",
-      "List the jobs of QUEUE in id order. The STATE column shows 'scheduled' for available "
-      "jobs not due yet and 'retrying' for available jobs that failed before.");
+      "List the jobs of QUEUE in id order, oldest first (--newest-first for the other way). "
+      "The STATE column shows 'scheduled' for available jobs not due yet and 'retrying' for "
+      "available jobs that failed before; --view lists only those, or 'expired' running jobs "
+      "whose lease has passed. --search reads the queue's jobs (of the state or view) until it "
+      "has found N: on a large queue a search that finds little reads many.");
   app->add_option("QUEUE", args->queue, "Queue name")->required();
   app->add_option("--state", args->state,
                   "Only jobs in this stored state: available, running, succeeded, dead, "
@@ -91,6 +123,16 @@ Command add_list_command(CLI::App& parent) {
       ->check(CLI::Range(1, kMaxLimit));
   app->add_option("--after", args->after, "Only jobs with an id greater than ID (paging)")
       ->type_name("ID");
+  app->add_option("--before", args->before, "Only jobs with an id less than ID (paging)")
+      ->type_name("ID");
+  app->add_flag("--newest-first", args->newest_first, "Newest (highest id) first");
+  app->add_option("--view", args->view,
+                  "Only scheduled or retrying (available) jobs, or expired (running) ones")
+      ->type_name("VIEW");
+  app->add_option("--search", args->search,
+                  "Only jobs whose payload, worker, unique key or last error contains TEXT "
+                  "(ASCII letters in any case; no wildcards)")
+      ->type_name("TEXT");
   app->add_flag("--json", args->json,
                 "Print a JSON array of jobs with every column (see 'readpast show --help')");
   return {app, [args](Session& session) { return list(session, *args); }};

@@ -100,7 +100,13 @@ class Engine {
   virtual Result<std::int64_t> purge(const PurgeRequest& request) = 0;
 
   virtual Result<std::vector<QueueStats>> stats(std::optional<std::string_view> queue) = 0;
+  // REQUIRES: request.view, when set, agrees with request.state (Queue::list_page sets the
+  // state a view implies); request.scan_limit is Queue's business and ignored here.
   virtual Result<std::vector<Job>> list(const ListRequest& request) = 0;
+  // The smallest and largest job id, nullopt when there is no job.
+  virtual Result<std::optional<std::pair<JobId, JobId>>> id_bounds() = 0;
+  // Deletes the jobs among ids that are succeeded, dead or cancelled; returns those ids.
+  virtual Result<std::vector<JobId>> remove(std::span<const JobId> ids) = 0;
   virtual Result<std::optional<Job>> get(JobId id) = 0;
   virtual Result<std::vector<FinishedCounts>> finished_since(
       TimePoint since, std::optional<std::string_view> queue) = 0;

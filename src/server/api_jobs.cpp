@@ -1,5 +1,8 @@
-// Looking at jobs and acting on them one by one: list (keyset paging by id), get, retry,
-// cancel.
+// Looking at jobs and acting on them: list (keyset paging by id, both ways), get, retry,
+// cancel, and retry, cancel or delete many at once.
+#include <algorithm>
+#include <vector>
+
 #include "json/job_json.hpp"
 #include "server/api.hpp"
 #include "server/api_bodies.hpp"
@@ -14,6 +17,10 @@ using Json = nlohmann::ordered_json;
 
 constexpr std::int64_t kDefaultPage = 50;
 constexpr std::int64_t kMaxPage = 1000;
+// How many consecutive ids one list request with a view, a search or a state without a queue
+// looks at, at most
+// (ListRequest::scan_limit; docs/http.md "Look at jobs", docs/benchmarks.md for its cost).
+constexpr std::int64_t kScanIds = 20000;
 
 // Cuts a payload to at most `limit` bytes without splitting a UTF-8 character.
 bool truncate_payload(std::string& payload, std::size_t limit) {
@@ -24,10 +31,15 @@ bool truncate_payload(std::string& payload, std::size_t limit) {
   return true;
 }
 
-// GET /api/jobs?queue=Q&state=S&after=ID&limit=N&payload_max=BYTES
-// Jobs in id order, after the id given; "next_after" is the value of ?after= for the next
-// page, or null on the last one. Each page is a few short index range scans, however deep
-// (job_pages.hpp).
+// GET /api/jobs?queue=Q&state=S&view=V&q=TEXT&order=newest|oldest&before=ID|after=ID
+//              &limit=N&payload_max=BYTES
+// One page of jobs in the order (newest first by default). "next" and "prev" are the query
+// parameters of the pages on either side ({"before": ID} or {"after": ID}), null where there is
+// none. A cursor that points backwards (?after= in newest-first order, ?before= in oldest-first)
+// reads that way and turns the page round, so both directions are keyset range scans, however
+// deep (job_pages.hpp). With a view, a search or a state without a queue a request looks at no
+// more than kScanIds consecutive ids; a page that stopped there may be short, or empty, with a
+// "next" to go on.
 Result<HttpResponse> list(Queue& queue, const HttpRequest& request) {
   ListRequest list;
   if (auto name = request.query_value("queue"); name && !name->empty()) {
@@ -42,27 +54,90 @@ Result<HttpResponse> list(Queue& queue, const HttpRequest& request) {
     }
     list.state = *parsed;
   }
-  auto after = query_integer(request, "after", 0, INT64_MAX, 0);
+  if (auto view = request.query_value("view"); view && !view->empty()) {
+    auto parsed = parse_list_view(*view);
+    if (!parsed) {
+      return fail_with(
+          Error::invalid_argument("?view= must be one of scheduled, retrying, expired"));
+    }
+    list.view = *parsed;
+  }
+  if (auto text = request.query_value("q"); text && !text->empty())
+    list.search = std::string(*text);
+  bool newest = true;
+  if (auto order = request.query_value("order"); order && !order->empty()) {
+    if (*order != "newest" && *order != "oldest") {
+      return fail_with(Error::invalid_argument("?order= must be newest or oldest"));
+    }
+    newest = *order == "newest";
+  }
+  auto before = query_integer(request, "before", 1, INT64_MAX, 0);
+  if (!before) return fail_with(before.error());
+  auto after = query_integer(request, "after", 0, INT64_MAX - 1, -1);
   if (!after) return fail_with(after.error());
-  if (*after > 0) list.after_id = *after;
+  if (*before > 0 && *after >= 0) {
+    return fail_with(Error::invalid_argument("give ?before= or ?after=, not both"));
+  }
   auto limit = query_integer(request, "limit", 1, kMaxPage, kDefaultPage);
   if (!limit) return fail_with(limit.error());
-  list.limit = static_cast<int>(*limit);
+  // One job more than the page: whether it comes tells whether there is a page beyond.
+  list.limit = static_cast<int>(*limit) + 1;
   auto payload_max = query_integer(request, "payload_max", 0, INT64_MAX, INT64_MAX);
   if (!payload_max) return fail_with(payload_max.error());
+  list.scan_limit = kScanIds;
 
-  auto jobs = list_page(queue, list);
-  if (!jobs) return fail_with(jobs.error());
+  // The cursor that reads against the order (towards the "prev" side), if that is the one given.
+  const bool backwards = newest ? *after >= 0 : *before > 0;
+  const bool newest_read = newest != backwards;
+  list.order = newest_read ? ListOrder::kNewestFirst : ListOrder::kOldestFirst;
+  if (*before > 0) list.before_id = *before;
+  if (*after >= 0) list.after_id = *after;
+
+  auto page = list_page(queue, list);
+  if (!page) return fail_with(page.error());
+  auto& jobs = page->jobs;
+  std::optional<JobId> resume = page->resume_id;
+  if (jobs.size() > static_cast<std::size_t>(*limit)) {
+    jobs.resize(static_cast<std::size_t>(*limit));
+    resume = jobs.back().id;
+  }  // else resume_id, if any, is where the scan window stopped (ListRequest::scan_limit)
+  if (backwards) std::reverse(jobs.begin(), jobs.end());
+
+  // A cursor object: {"before": id} towards older jobs, {"after": id} towards newer.
+  auto older = [](JobId id) { return Json{{"before", id}}; };
+  auto newer = [](JobId id) { return Json{{"after", id}}; };
+  // Ahead: the side the order goes to (older when newest first); behind: the other.
+  auto ahead = [&](JobId id) { return newest ? older(id) : newer(id); };
+  auto behind = [&](JobId id) { return newest ? newer(id) : older(id); };
+  const std::int64_t given = *before > 0 ? *before : *after;
+  // The bound just past the given cursor on the other side (a page with no job in it).
+  const std::int64_t mirror = *before > 0 ? *before - 1 : *after + 1;
+  Json next = nullptr;
+  Json prev = nullptr;
+  if (!backwards) {
+    if (resume) next = ahead(*resume);
+    if (given > 0) {
+      if (!jobs.empty()) {
+        prev = behind(jobs.front().id);
+      } else {
+        prev = behind(mirror);
+      }
+    }
+  } else {
+    if (resume) prev = behind(*resume);
+    next = jobs.empty() ? ahead(mirror) : ahead(jobs.back().id);
+  }
+
   Json out = Json::array();
-  for (auto& job : *jobs) {
+  for (auto& job : jobs) {
     bool truncated = truncate_payload(job.payload, static_cast<std::size_t>(*payload_max));
     Json item = json::job_to_json(job);
     if (truncated) item["payload_truncated"] = true;
     out.push_back(std::move(item));
   }
-  Json next = nullptr;
-  if (static_cast<std::int64_t>(jobs->size()) == *limit) next = jobs->back().id;
-  return json_response(200, {{"jobs", out}, {"next_after", next}});
+  return json_response(
+      200,
+      {{"jobs", out}, {"order", newest ? "newest" : "oldest"}, {"next", next}, {"prev", prev}});
 }
 
 Result<HttpResponse> get(Queue& queue, const HttpRequest& request) {
@@ -107,15 +182,35 @@ Result<HttpResponse> cancel(Queue& queue, const HttpRequest& request) {
   return json_response(200, {{"id", *id}, {"state", "cancelled"}});
 }
 
-// POST /api/jobs/retry and /api/jobs/cancel with {"ids": [...]}: the ids that changed.
-Result<HttpResponse> many(Queue& queue, const HttpRequest& request, bool retry) {
+enum class Bulk { kRetry, kCancel, kDelete };
+
+// POST /api/jobs/retry, /api/jobs/cancel and /api/jobs/delete with {"ids": [...]}: the ids
+// that changed, and those that did not ("unchanged": no such job, or one in a state the
+// action refuses), each id once, in the order given.
+Result<HttpResponse> many(Queue& queue, const HttpRequest& request, Bulk action) {
   auto body = JsonBody::parse(request.body);
   if (!body) return fail_with(body.error());
   auto ids = read_job_ids(*body);
   if (!ids) return fail_with(ids.error());
-  auto changed = retry ? queue.retry(*ids) : queue.cancel(*ids);
+  std::vector<JobId> unique;
+  unique.reserve(ids->size());
+  for (JobId id : *ids) {
+    if (std::find(unique.begin(), unique.end(), id) == unique.end()) unique.push_back(id);
+  }
+  auto changed = action == Bulk::kRetry    ? queue.retry(unique)
+                 : action == Bulk::kCancel ? queue.cancel(unique)
+                                           : queue.remove(unique);
   if (!changed) return fail_with(changed.error());
-  return json_response(200, {{retry ? "retried" : "cancelled", *changed}});
+  std::vector<JobId> sorted = *changed;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<JobId> unchanged;
+  for (JobId id : unique) {
+    if (!std::binary_search(sorted.begin(), sorted.end(), id)) unchanged.push_back(id);
+  }
+  const char* key = action == Bulk::kRetry    ? "retried"
+                    : action == Bulk::kCancel ? "cancelled"
+                                              : "deleted";
+  return json_response(200, {{key, *changed}, {"unchanged", unchanged}});
 }
 
 }  // namespace
@@ -129,9 +224,11 @@ void add_job_routes(Router& router, Queue& queue) {
   router.add("POST", "/api/jobs/{id}/retry", bind(retry));
   router.add("POST", "/api/jobs/{id}/cancel", bind(cancel));
   router.add("POST", "/api/jobs/retry",
-             api_route([&queue](const HttpRequest& r) { return many(queue, r, true); }));
+             api_route([&queue](const HttpRequest& r) { return many(queue, r, Bulk::kRetry); }));
   router.add("POST", "/api/jobs/cancel",
-             api_route([&queue](const HttpRequest& r) { return many(queue, r, false); }));
+             api_route([&queue](const HttpRequest& r) { return many(queue, r, Bulk::kCancel); }));
+  router.add("POST", "/api/jobs/delete",
+             api_route([&queue](const HttpRequest& r) { return many(queue, r, Bulk::kDelete); }));
 }
 
 }  // namespace readpast::server

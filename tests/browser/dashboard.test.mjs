@@ -196,6 +196,139 @@ test('a running job shows its worker and how long it has run', async () => {
   await api('POST', `/api/jobs/${job.id}/complete`, {lease_token: job.lease_token});
 });
 
+// The ids of the job list's rows, top to bottom.
+async function listedIds() {
+  const rows = page.locator('table#jobs tbody tr[data-job]');
+  return (await rows.evaluateAll((trs) => trs.map((tr) => Number(tr.dataset.job))));
+}
+
+async function listShows(expected, what) {
+  await eventually(listedIds, (ids) => JSON.stringify(ids) === JSON.stringify(expected), what);
+}
+
+// Every id of a queue, oldest first, from the API.
+async function idsOf(queue) {
+  const r = await api('GET', `/api/jobs?queue=${queue}&order=oldest&limit=1000`);
+  return r.json.jobs.map((j) => j.id);
+}
+
+test('the job list shows the newest first and pages both ways', async () => {
+  const lines = Array.from({length: 120}, (_, i) => JSON.stringify({n: i})).join('\n') + '\n';
+  await readpast(['enqueue', 'pages', '--lines'], {input: lines});
+  const ids = await idsOf('pages');
+  assert.equal(ids.length, 120);
+  const newest = (from, n) => ids.slice(from - n + 1, from + 1).reverse();
+
+  await page.goto(base + '/jobs?queue=pages');
+  await listShows(newest(119, 50), 'the first page');
+  assert.equal(await page.locator('[data-page="prev"]').count(), 0);
+  await page.locator('[data-page="next"]').click();
+  await page.waitForURL(/before=/);
+  await listShows(newest(69, 50), 'the second page');
+  await page.locator('[data-page="next"]').click();
+  await listShows(newest(19, 20), 'the last page');
+  assert.equal(await page.locator('[data-page="next"]').count(), 0);
+  await page.locator('[data-page="prev"]').click();
+  await page.waitForURL(/after=/);
+  await listShows(newest(69, 50), 'back to the second page');
+  await page.locator('[data-page="prev"]').click();
+  await listShows(newest(119, 50), 'back to the first page');
+  assert.equal(await page.locator('[data-page="prev"]').count(), 0);
+
+  await page.locator('#filter-order').selectOption('oldest');
+  await page.locator('form.filters button[type="submit"]').click();
+  await page.waitForURL(/order=oldest/);
+  await listShows(ids.slice(0, 50), 'oldest first');
+  await page.locator('[data-page="next"]').click();
+  await listShows(ids.slice(50, 100), 'oldest first, next page');
+});
+
+test('the job list searches, and has tabs for scheduled, retrying and expired jobs', async () => {
+  await readpast(['enqueue', 'tabs', '--lines'], {input: '{"to":"ann"}\n{"to":"bob"}\n'});
+  const needle = Number((await readpast(['enqueue', 'tabs', '{"to":"Needle@example.com"}'])).trim());
+  const later = Number((await readpast(['enqueue', 'tabs', 'later', '--delay', '1h'])).trim());
+  // A job that failed once and waits an hour for its next try.
+  const retrying = Number((await readpast(['enqueue', 'tabs', 'flaky'])).trim());
+  const leased = await api('POST', '/api/queues/tabs/lease', {worker_id: 'w', max_jobs: 10});
+  for (const job of leased.json.jobs) {
+    if (job.id === retrying) {
+      await api('POST', `/api/jobs/${job.id}/fail`,
+                {lease_token: job.lease_token, error: 'HTTP 503', retry_after: '1h'});
+    } else {
+      await api('POST', `/api/jobs/${job.id}/release`, {lease_token: job.lease_token});
+    }
+  }
+
+  await page.goto(base + '/jobs?queue=tabs');
+  await page.locator('#filter-search').fill('NEEDLE@');
+  await page.locator('form.filters button[type="submit"]').click();
+  await page.waitForURL(/q=NEEDLE/);
+  await listShows([needle], 'the search');
+
+  await page.goto(base + '/jobs?queue=tabs');
+  await page.locator('[data-tab="scheduled"]').click();
+  await page.waitForURL(/view=scheduled/);
+  await listShows([retrying, later], 'the scheduled tab');
+  assert.equal(await page.locator('[data-tab="scheduled"]').getAttribute('class'), 'tab current');
+  await page.locator('[data-tab="retrying"]').click();
+  await page.waitForURL(/view=retrying/);
+  await listShows([retrying], 'the retrying tab');
+  await page.screenshot({path: path.join(SHOTS, 'jobs-retrying.png')});
+  // Nothing of this queue has an expired lease (the server rescues those every second).
+  await page.locator('[data-tab="expired"]').click();
+  await page.waitForURL(/view=expired/);
+  await page.getByText('No jobs match.').waitFor();
+  await page.locator('[data-tab="all"]').click();
+  await listShows([retrying, later, needle, ...(await idsOf('tabs')).slice(0, 2).reverse()],
+                  'every job of the queue');
+});
+
+test('select many jobs and retry, cancel or delete them after a confirmation', async () => {
+  await readpast(['enqueue', 'bulk', '--lines', '--max-attempts', '1'], {input: 'a\nb\nc\n'});
+  await readpast(['work', 'bulk', '--exec', 'echo "exit 1: upstream down" >&2; exit 1', '--drain']);
+  await readpast(['enqueue', 'bulk', '--lines'], {input: 'd\ne\n'});
+  const ids = await idsOf('bulk');
+  const [dead1, dead2, dead3, live1, live2] = ids;
+  const stateOf = async (id) => (await api('GET', `/api/jobs/${id}`)).json.state;
+
+  await page.goto(base + '/jobs?queue=bulk');
+  await listShows([...ids].reverse(), 'the queue');
+  assert.equal(await page.locator('[data-bulk="retry"]').isDisabled(), true);
+  await page.locator('#select-all').check();
+  assert.equal(await page.locator('#selected-count').innerText(), '5 selected');
+
+  // Retry: asked first; "Keep them" changes nothing.
+  await page.locator('[data-bulk="retry"]').click();
+  await page.locator('#bulk-dialog').waitFor({state: 'visible'});
+  await page.screenshot({path: path.join(SHOTS, 'jobs-bulk.png')});
+  await page.locator('#bulk-dialog [data-answer="no"]').click();
+  assert.equal(await stateOf(dead1), 'dead');
+  await page.locator('[data-bulk="retry"]').click();
+  await page.locator('#bulk-dialog [data-answer="yes"]').click();
+  await page.getByText(`3 of 5 retried. Unchanged (not dead or cancelled, or gone): ${live2}, ${live1}.`)
+      .waitFor();
+  for (const id of [dead1, dead2, dead3]) assert.equal(await stateOf(id), 'available');
+
+  // Cancel two of them, chosen one by one.
+  await page.locator(`input[data-select="${dead1}"]`).check();
+  await page.locator(`input[data-select="${live1}"]`).check();
+  assert.equal(await page.locator('#selected-count').innerText(), '2 selected');
+  await page.locator('[data-bulk="cancel"]').click();
+  await page.locator('#bulk-dialog [data-answer="yes"]').click();
+  await page.getByText('2 of 2 cancelled.').waitFor();
+  assert.equal(await stateOf(dead1), 'cancelled');
+  assert.equal(await stateOf(live1), 'cancelled');
+
+  // Delete every job of the page: only the finished (cancelled) ones go.
+  await page.locator('#select-all').check();
+  await page.locator('[data-bulk="delete"]').click();
+  await page.locator('#bulk-dialog [data-answer="yes"]').click();
+  await page.getByText(/^2 of 5 deleted\./).waitFor();
+  await listShows([live2, dead3, dead2], 'what is left');
+  assert.equal((await api('GET', `/api/jobs/${dead1}`)).status, 404);
+  await page.screenshot({path: path.join(SHOTS, 'jobs.png')});
+});
+
 test('pause and resume a queue from the overview', async () => {
   await readpast(['enqueue', 'thumbnails', 'x']);
   await page.goto(base + '/');

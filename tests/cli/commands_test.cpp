@@ -153,6 +153,32 @@ TEST_F(CliTest, ListAndShowPrintEveryColumn) {
   EXPECT_TRUE(nlohmann::json::parse(by_state.out).empty());
 }
 
+TEST_F(CliTest, ListNewestFirstWithAViewOrASearch) {
+  auto a = enqueue("q", "{\"to\":\"Ann\"}");
+  auto b = enqueue("q", "{\"to\":\"bob\"}");
+  auto c = enqueue("q", "{\"to\":\"ann-marie\"}");
+  ASSERT_EQ(rp({"enqueue", "q", "later", "--delay", "1h"}).exit_code, 0);
+  auto ids = [](const RunResult& r) {
+    std::vector<std::int64_t> v;
+    for (const auto& job : nlohmann::json::parse(r.out)) v.push_back(job["id"]);
+    return v;
+  };
+  auto newest = rp({"list", "q", "--newest-first", "--limit", "3", "--json"});
+  ASSERT_EQ(newest.exit_code, 0) << newest.err;
+  EXPECT_EQ(ids(newest), (std::vector<std::int64_t>{c + 1, c, b}));
+  auto table = rp({"list", "q", "--newest-first", "--limit", "3"});
+  EXPECT_NE(table.err.find("--before " + std::to_string(b)), std::string::npos) << table.err;
+  auto older = rp({"list", "q", "--newest-first", "--before", std::to_string(b), "--json"});
+  EXPECT_EQ(ids(older), (std::vector<std::int64_t>{a}));
+  auto found = rp({"list", "q", "--search", "ANN", "--json"});
+  ASSERT_EQ(found.exit_code, 0) << found.err;
+  EXPECT_EQ(ids(found), (std::vector<std::int64_t>{a, c}));
+  auto scheduled = rp({"list", "q", "--view", "scheduled", "--json"});
+  ASSERT_EQ(scheduled.exit_code, 0) << scheduled.err;
+  EXPECT_EQ(ids(scheduled), (std::vector<std::int64_t>{c + 1}));
+  EXPECT_TRUE(nlohmann::json::parse(rp({"list", "q", "--view", "expired", "--json"}).out).empty());
+}
+
 TEST_F(CliTest, ShowEscapesControlBytesAsText) {
   auto id = enqueue("q",
                     "line1\nline2\x1b]0;pwned\x07\r\xc2\x9b"
@@ -266,6 +292,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadInvocation{"BadUrl", {"--db", "mysql://nope", "stats"}, 2},
         BadInvocation{"BadSize", {"--max-payload", "lots", "enqueue", "q", "x"}, 2},
         BadInvocation{"BadState", {"list", "q", "--state", "sleeping"}, 2},
+        BadInvocation{"BadView", {"list", "q", "--view", "waiting"}, 2},
+        BadInvocation{
+            "ViewOfAnotherState", {"list", "q", "--view", "expired", "--state", "dead"}, 2},
+        BadInvocation{"EmptySearch", {"list", "q", "--search", ""}, 2},
         BadInvocation{"PurgeOfAvailable", {"purge", "q", "--state", "available"}, 2},
         BadInvocation{"RetryOfRunningState", {"retry", "--queue", "q", "--state", "running"}, 2},
         BadInvocation{"UnknownOption", {"stats", "--frobnicate"}, 2},

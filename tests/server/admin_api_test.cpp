@@ -25,17 +25,18 @@ class AdminApiTest : public ServerTest {
   }
 };
 
-// Every page of a filtered listing, following next_after; the ids seen, in order.
+// Every page of a filtered listing, oldest first, following "next"; the ids seen, in order.
 std::vector<std::int64_t> all_pages(const AdminApiTest& test, const std::string& filter) {
   std::vector<std::int64_t> seen;
   std::string after;
   for (int page = 0; page < 20; ++page) {
-    Reply r = test.get("/api/jobs?limit=3" + filter + (after.empty() ? "" : "&after=" + after));
+    Reply r = test.get("/api/jobs?order=oldest&limit=3" + filter +
+                       (after.empty() ? "" : "&after=" + after));
     EXPECT_EQ(r.status, 200) << r.body;
     if (r.status != 200) break;
     for (const auto& job : r.json["jobs"]) seen.push_back(job["id"]);
-    if (r.json["next_after"].is_null()) break;
-    after = std::to_string(r.json["next_after"].get<std::int64_t>());
+    if (r.json["next"].is_null()) break;
+    after = std::to_string(r.json["next"]["after"].get<std::int64_t>());
   }
   return seen;
 }
@@ -110,6 +111,7 @@ TEST_P(AdminApiTest, RetryAndCancelOneJob) {
   Reply many = post("/api/jobs/retry", {{"ids", {id, 999999}}});
   EXPECT_EQ(many.status, 200) << many.body;
   EXPECT_EQ(many.json["retried"], Json::array({id}));
+  EXPECT_EQ(many.json["unchanged"], Json::array({999999}));
 }
 
 TEST_P(AdminApiTest, QueueStatsPauseResumeRetryAllAndPurge) {

@@ -335,8 +335,15 @@ TEST_F(SqliteEngineTest, ListStatsAndRetryWalkAnIndexRangeWithoutStatistics) {
   };
   const std::string by_state = "INDEX readpast_jobs_queue_state (queue=? AND state=? AND id>?)";
   const std::string running = "INDEX readpast_jobs_expiry (queue=?)";
-  expect_search(sqlite::sql::list_queue_state::text, {by_state});
+  // The lists take an id range from both sides (after_id, before_id), either way round.
+  const std::string by_state_range =
+      "INDEX readpast_jobs_queue_state (queue=? AND state=? AND id>? AND id<?)";
+  expect_search(sqlite::sql::list_queue_state::text, {by_state_range});
+  expect_search(sqlite::sql::list_queue_state_desc::text, {by_state_range});
   expect_search(sqlite::sql::list_queue_running::text, {running});
+  expect_search(sqlite::sql::list_queue_running_desc::text, {running});
+  expect_search(sqlite::sql::list_state::text, {"INTEGER PRIMARY KEY (rowid>? AND rowid<?)"});
+  expect_search(sqlite::sql::list_state_desc::text, {"INTEGER PRIMARY KEY (rowid>? AND rowid<?)"});
   expect_search(sqlite::sql::retry_candidates::text, {by_state});
   expect_search(sqlite::sql::stats_queue::text,
                 {"INDEX readpast_jobs_queue_state (queue=?)", running});

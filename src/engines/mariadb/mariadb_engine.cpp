@@ -504,22 +504,40 @@ class MariadbEngine final : public Engine {
     // Finished states are found through finished_state (statements.sql, list_finished_state).
     const bool finished = request.state && is_finished(*request.state);
     if (request.queue && request.state) {
-      return finished ? list_with<sql::list_queue_finished_state>(request)
-                      : list_with<sql::list_queue_state>(request);
+      return finished ? list_in_order<sql::list_queue_finished_state,
+                                      sql::list_queue_finished_state_desc>(request)
+                      : list_in_order<sql::list_queue_state, sql::list_queue_state_desc>(request);
     }
-    if (request.queue) return list_with<sql::list_queue>(request);
+    if (request.queue) return list_in_order<sql::list_queue, sql::list_queue_desc>(request);
     if (request.state) {
-      return finished ? list_with<sql::list_finished_state>(request)
-                      : list_with<sql::list_state>(request);
+      return finished
+                 ? list_in_order<sql::list_finished_state, sql::list_finished_state_desc>(request)
+                 : list_in_order<sql::list_state, sql::list_state_desc>(request);
     }
-    return list_with<sql::list_all>(request);
+    return list_in_order<sql::list_all, sql::list_all_desc>(request);
+  }
+
+  template <class Asc, class Desc>
+  Result<std::vector<Job>> list_in_order(const ListRequest& request) {
+    if (request.order == ListOrder::kNewestFirst) return list_with<Desc>(request);
+    return list_with<Asc>(request);
   }
 
   template <class Q>
   Result<std::vector<Job>> list_with(const ListRequest& request) {
     return with_connection<std::vector<Job>>(true, [&](Connection& c) -> Result<std::vector<Job>> {
       auto p = c.params<Q>();
-      p.set(Q::after_id, request.after_id.value_or(0)).set(Q::limit, request.limit);
+      p.set(Q::after_id, request.after_id.value_or(0))
+          .set(Q::before_id, request.before_id.value_or(std::numeric_limits<std::int64_t>::max()))
+          .set(Q::limit, request.limit)
+          .set(Q::scheduled, request.view == ListView::kScheduled ? 1 : 0)
+          .set(Q::retrying, request.view == ListView::kRetrying ? 1 : 0)
+          .set(Q::expired, request.view == ListView::kExpired ? 1 : 0);
+      if (request.search) {
+        p.set(Q::search, *request.search);
+      } else {
+        p.set_null(Q::search);
+      }
       if constexpr (requires { Q::queue; }) p.set(Q::queue, *request.queue);
       if constexpr (requires { Q::state; }) p.set(Q::state, to_string(*request.state));
       auto rows = c.run<Q>(p);
@@ -529,6 +547,23 @@ class MariadbEngine final : public Engine {
       for (std::size_t r = 0; r < rows->size(); ++r) jobs.push_back(read_job(*rows, r));
       return jobs;
     });
+  }
+
+  Result<std::optional<std::pair<JobId, JobId>>> id_bounds() override {
+    using Bounds = std::optional<std::pair<JobId, JobId>>;
+    return with_connection<Bounds>(true, [&](Connection& c) -> Result<Bounds> {
+      auto rows = c.query(sql::id_bounds::text);
+      if (!rows) return fail_with(rows.error());
+      if (rows->size() == 0) return Bounds{};
+      auto low = rows->optional_int64(0, 0);
+      auto high = rows->optional_int64(0, 1);
+      if (!low || !high) return Bounds{};
+      return Bounds{std::pair<JobId, JobId>(*low, *high)};
+    });
+  }
+
+  Result<std::vector<JobId>> remove(std::span<const JobId> ids) override {
+    return change_each<sql::delete_finished>(ids);
   }
 
   Result<std::vector<FinishedCounts>> finished_since(

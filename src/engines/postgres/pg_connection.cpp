@@ -279,7 +279,9 @@ Result<Rows> Connection::run(const Statement& statement, const Params& params,
     sqlstate = state != nullptr ? state : "";
     return fail_with(error_from(result));
   };
-  if (prepare_ && !prepared_.contains(statement.name)) {
+  // Named (prepared once, plan cached) unless the statement asks to be planned each call.
+  const bool named = prepare_ && statement.prepared;
+  if (named && !prepared_.contains(statement.name)) {
     auto prepared = round_trip(
         [&](PGconn* c) {
           return PQsendPrepare(c, statement.name.c_str(), statement.sql.c_str(), 0, nullptr);
@@ -298,6 +300,11 @@ Result<Rows> Connection::run(const Statement& statement, const Params& params,
   }
   auto result = round_trip(
       [&](PGconn* c) {
+        if (!named) {
+          return PQsendQueryParams(c, statement.sql.c_str(), params.size(), nullptr,
+                                   params.values(), params.lengths(), params.formats(),
+                                   /*resultFormat=*/1);
+        }
         return PQsendQueryPrepared(c, statement.name.c_str(), params.size(), params.values(),
                                    params.lengths(), params.formats(), /*resultFormat=*/1);
       },

@@ -25,6 +25,30 @@
 namespace readpast::detail {
 namespace {
 
+// The search text as encode(payload, 'escape') writes the same bytes, ASCII letters lowered
+// (statements.sql, list_*): a byte with the high bit set becomes \ooo (octal), a backslash
+// two. (A search text holds no NUL byte: Queue::list_page refuses one.)
+std::string escaped_for_payload(std::string_view search) {
+  std::string out;
+  out.reserve(search.size());
+  for (char ch : search) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (byte >= 0x80) {
+      out += '\\';
+      out += static_cast<char>('0' + (byte >> 6));
+      out += static_cast<char>('0' + ((byte >> 3) & 7));
+      out += static_cast<char>('0' + (byte & 7));
+    } else if (ch == '\\') {
+      out += "\\\\";
+    } else if (ch >= 'A' && ch <= 'Z') {
+      out += static_cast<char>(ch - 'A' + 'a');
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 using pg::ArrayParam;
 using pg::Connection;
 using pg::Oid;
@@ -411,17 +435,37 @@ class PostgresEngine final : public Engine {
   }
 
   Result<std::vector<Job>> list(const ListRequest& request) override {
+    const bool desc = request.order == ListOrder::kNewestFirst;
     auto rows =
         request.queue
-            ? (request.state ? list_page<pg::sql::list_queue_state>(sql_.list_queue_state, request)
-                             : list_page<pg::sql::list_queue>(sql_.list_queue, request))
-            : (request.state ? list_page<pg::sql::list_state>(sql_.list_state, request)
-                             : list_page<pg::sql::list_all>(sql_.list_all, request));
+            ? (request.state
+                   ? (desc ? list_page<pg::sql::list_queue_state_desc>(sql_.list_queue_state_desc,
+                                                                       request)
+                           : list_page<pg::sql::list_queue_state>(sql_.list_queue_state, request))
+                   : (desc ? list_page<pg::sql::list_queue_desc>(sql_.list_queue_desc, request)
+                           : list_page<pg::sql::list_queue>(sql_.list_queue, request)))
+            : (request.state
+                   ? (desc ? list_page<pg::sql::list_state_desc>(sql_.list_state_desc, request)
+                           : list_page<pg::sql::list_state>(sql_.list_state, request))
+                   : (desc ? list_page<pg::sql::list_all_desc>(sql_.list_all_desc, request)
+                           : list_page<pg::sql::list_all>(sql_.list_all, request)));
     if (!rows) return fail_with(rows.error());
     std::vector<Job> jobs;
     jobs.reserve(static_cast<std::size_t>(rows->size()));
     for (int r = 0; r < rows->size(); ++r) jobs.push_back(pg::read_job(*rows, r));
     return jobs;
+  }
+
+  Result<std::optional<std::pair<JobId, JobId>>> id_bounds() override {
+    using Bounds = std::optional<std::pair<JobId, JobId>>;
+    auto rows = exec(sql_.id_bounds, Params(pg::sql::id_bounds::param_count));
+    if (!rows) return fail_with(rows.error());
+    if (rows->size() == 0 || rows->is_null(0, 0) || rows->is_null(0, 1)) return Bounds{};
+    return Bounds{std::pair<JobId, JobId>(rows->int8(0, 0), rows->int8(0, 1))};
+  }
+
+  Result<std::vector<JobId>> remove(std::span<const JobId> ids) override {
+    return change(sql_.delete_finished, ids);
   }
 
   Result<std::optional<Job>> get(JobId id) override {
@@ -625,7 +669,18 @@ class PostgresEngine final : public Engine {
   template <class S>
   Result<Rows> list_page(const pg::Statement& statement, const ListRequest& request) {
     Params params(S::param_count);
-    params.int8(S::after_id, request.after_id.value_or(0)).int4(S::limit, request.limit);
+    params.int8(S::after_id, request.after_id.value_or(0))
+        .int8(S::before_id, request.before_id.value_or(std::numeric_limits<std::int64_t>::max()))
+        .int4(S::limit, request.limit)
+        .int4(S::scheduled, request.view == ListView::kScheduled ? 1 : 0)
+        .int4(S::retrying, request.view == ListView::kRetrying ? 1 : 0)
+        .int4(S::expired, request.view == ListView::kExpired ? 1 : 0);
+    if (request.search) {
+      params.text(S::search, *request.search)
+          .text(S::payload_search, escaped_for_payload(*request.search));
+    } else {
+      params.set_null(S::search).set_null(S::payload_search);
+    }
     if constexpr (requires { S::queue; }) params.text(S::queue, *request.queue);
     if constexpr (requires { S::state; }) params.text(S::state, to_string(*request.state));
     return exec(statement, params);
@@ -695,6 +750,8 @@ class PostgresEngine final : public Engine {
   Result<std::vector<JobId>> change(const pg::Statement& statement, std::span<const JobId> ids) {
     using S = pg::sql::cancel;
     static_assert(S::param_count == pg::sql::retry::param_count && S::ids == pg::sql::retry::ids);
+    static_assert(S::param_count == pg::sql::delete_finished::param_count &&
+                  S::ids == pg::sql::delete_finished::ids);
     ArrayParam array(Oid::kInt8);
     for (JobId id : ids) array.add(pg::encode_int8(id));
     auto c = pool_.acquire();

@@ -40,7 +40,7 @@ std::string expand(std::string_view text, const SchemaName& schema) {
 
 template <class S>
 Statement make(const char* name, const SchemaName& schema) {
-  return Statement{std::string("readpast_") + name, expand(S::text, schema), S::param_count};
+  return Statement{std::string("readpast_") + name, expand(S::text, schema), S::param_count, true};
 }
 
 std::vector<std::string> expand_migrations(const SchemaName& schema) {
@@ -56,6 +56,12 @@ const std::string kLeaseLimit = "$" + std::to_string(sql::lease::max_jobs) + "::
 
 bool is_alnum(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+// The statement, sent with its values and planned for them on every call (Statement::prepared).
+Statement planned_each_call(Statement statement) {
+  statement.prepared = false;
+  return statement;
 }
 
 }  // namespace
@@ -95,7 +101,7 @@ Sql::Sql(const SchemaName& schema)
       enqueue_uniform(make<sql::enqueue_uniform>("enqueue_uniform", schema)),
       enqueue(make<sql::enqueue>("enqueue", schema)),
       lease_text_(expand(sql::lease::text, schema)),
-      lease(Statement{"readpast_lease", lease_text_, sql::lease::param_count}),
+      lease(Statement{"readpast_lease", lease_text_, sql::lease::param_count, true}),
       complete(make<sql::complete>("complete", schema)),
       complete_delete(make<sql::complete_delete>("complete_delete", schema)),
       fail(make<sql::fail>("fail", schema)),
@@ -110,10 +116,17 @@ Sql::Sql(const SchemaName& schema)
       now(make<sql::now>("now", schema)),
       next_due(make<sql::next_due>("next_due", schema)),
       stats(make<sql::stats>("stats", schema)),
-      list_all(make<sql::list_all>("list_all", schema)),
-      list_queue(make<sql::list_queue>("list_queue", schema)),
-      list_state(make<sql::list_state>("list_state", schema)),
-      list_queue_state(make<sql::list_queue_state>("list_queue_state", schema)),
+      list_all(planned_each_call(make<sql::list_all>("list_all", schema))),
+      list_queue(planned_each_call(make<sql::list_queue>("list_queue", schema))),
+      list_state(planned_each_call(make<sql::list_state>("list_state", schema))),
+      list_queue_state(planned_each_call(make<sql::list_queue_state>("list_queue_state", schema))),
+      list_all_desc(planned_each_call(make<sql::list_all_desc>("list_all_desc", schema))),
+      list_queue_desc(planned_each_call(make<sql::list_queue_desc>("list_queue_desc", schema))),
+      list_state_desc(planned_each_call(make<sql::list_state_desc>("list_state_desc", schema))),
+      list_queue_state_desc(
+          planned_each_call(make<sql::list_queue_state_desc>("list_queue_state_desc", schema))),
+      id_bounds(make<sql::id_bounds>("id_bounds", schema)),
+      delete_finished(make<sql::delete_finished>("delete_finished", schema)),
       get(make<sql::get>("get", schema)),
       finished_since(make<sql::finished_since>("finished_since", schema)),
       pause(make<sql::pause>("pause", schema)),
@@ -138,7 +151,7 @@ Statement Sql::lease_with_limit(int max_jobs) const {
     throw std::logic_error("the lease statement must use " + kLeaseLimit + " exactly once");
   }
   text.replace(at, kLeaseLimit.size(), limit);
-  return Statement{"readpast_lease_" + limit, std::move(text), sql::lease::param_count - 1};
+  return Statement{"readpast_lease_" + limit, std::move(text), sql::lease::param_count - 1, true};
 }
 
 }  // namespace readpast::detail::pg

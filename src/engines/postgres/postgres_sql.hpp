@@ -40,6 +40,11 @@ struct Statement {
   std::string name;
   std::string sql;
   int param_count = 0;
+  // Prepared once per session under `name` (its plan cached: after five calls PostgreSQL may
+  // keep one generic plan for every value). False: sent with its values each time and
+  // planned for them, for a statement whose best plan depends on the values (the lists: a
+  // rare state in a queue is an index range, a common one a walk of the primary key).
+  bool prepared = true;
 };
 
 // The statements of sql/statements.sql for one schema, under the same names.
@@ -83,6 +88,12 @@ struct Sql {
   Statement list_queue;
   Statement list_state;
   Statement list_queue_state;
+  Statement list_all_desc;
+  Statement list_queue_desc;
+  Statement list_state_desc;
+  Statement list_queue_state_desc;
+  Statement id_bounds;
+  Statement delete_finished;
   Statement get;
   Statement finished_since;
   Statement pause;

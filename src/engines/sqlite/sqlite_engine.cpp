@@ -344,16 +344,24 @@ class SqliteEngine final : public Engine {
 
   Result<std::vector<Job>> list(const ListRequest& request) override {
     if (request.queue && request.state) {
-      if (*request.state == JobState::kRunning) return list_with<sql::list_queue_running>(request);
-      return list_with<sql::list_queue_state>(request);
+      if (*request.state == JobState::kRunning) {
+        return list_in_order<sql::list_queue_running, sql::list_queue_running_desc>(request);
+      }
+      return list_in_order<sql::list_queue_state, sql::list_queue_state_desc>(request);
     }
-    if (request.queue) return list_with<sql::list_queue>(request);
-    if (request.state) return list_with<sql::list_state>(request);
-    return list_with<sql::list_all>(request);
+    if (request.queue) return list_in_order<sql::list_queue, sql::list_queue_desc>(request);
+    if (request.state) return list_in_order<sql::list_state, sql::list_state_desc>(request);
+    return list_in_order<sql::list_all, sql::list_all_desc>(request);
   }
 
-  // One of the list statements: each takes :after_id and :limit, and :queue and :state when
-  // it filters by them.
+  template <class Asc, class Desc>
+  Result<std::vector<Job>> list_in_order(const ListRequest& request) {
+    if (request.order == ListOrder::kNewestFirst) return list_with<Desc>(request);
+    return list_with<Asc>(request);
+  }
+
+  // One of the list statements: each takes the bounds, the views, the search and :limit, and
+  // :queue and :state when it filters by them.
   template <class Q>
   Result<std::vector<Job>> list_with(const ListRequest& request) {
     return read<std::vector<Job>>([&](Connection& c) -> Result<std::vector<Job>> {
@@ -361,7 +369,17 @@ class SqliteEngine final : public Engine {
       if (!query) return fail_with(query.error());
       Statement& s = **query;
       s.bind(Q::after_id, request.after_id.value_or(0));
+      s.bind(Q::before_id, request.before_id.value_or(std::numeric_limits<std::int64_t>::max()));
       s.bind(Q::limit, request.limit);
+      s.bind(Q::now, now_micros());
+      s.bind(Q::scheduled, request.view == ListView::kScheduled ? 1 : 0);
+      s.bind(Q::retrying, request.view == ListView::kRetrying ? 1 : 0);
+      s.bind(Q::expired, request.view == ListView::kExpired ? 1 : 0);
+      if (request.search) {
+        s.bind(Q::search, std::string_view(*request.search));
+      } else {
+        s.bind_null(Q::search);
+      }
       if constexpr (requires { Q::queue; }) s.bind(Q::queue, std::string_view(*request.queue));
       if constexpr (requires { Q::state; }) s.bind(Q::state, to_string(*request.state));
       std::vector<Job> jobs;
@@ -373,6 +391,26 @@ class SqliteEngine final : public Engine {
       }
       return jobs;
     });
+  }
+
+  Result<std::optional<std::pair<JobId, JobId>>> id_bounds() override {
+    using Bounds = std::optional<std::pair<JobId, JobId>>;
+    return read<Bounds>([&](Connection& c) -> Result<Bounds> {
+      auto query = c.prepare(sql::id_bounds::text);
+      if (!query) return fail_with(query.error());
+      Statement& s = **query;
+      auto row = s.step();
+      if (!row) return fail_with(row.error());
+      if (!*row) return Bounds{};
+      auto low = s.optional_int64(0);
+      auto high = s.optional_int64(1);
+      if (!low || !high) return Bounds{};
+      return Bounds{std::pair<JobId, JobId>(*low, *high)};
+    });
+  }
+
+  Result<std::vector<JobId>> remove(std::span<const JobId> ids) override {
+    return change_each<sql::delete_finished>(ids);
   }
 
   Result<std::vector<FinishedCounts>> finished_since(
@@ -735,7 +773,7 @@ class SqliteEngine final : public Engine {
             auto statement = c.prepare(Q::text);
             if (!statement) return fail_with(statement.error());
             (*statement)->bind(Q::id, id);
-            (*statement)->bind(Q::now, now);
+            if constexpr (requires { Q::now; }) (*statement)->bind(Q::now, now);
             if (auto ok = run(**statement); !ok) return fail_with(ok.error());
             if (c.changes() == 1) changed.push_back(id);
           }

@@ -345,63 +345,175 @@ function niceCeiling(value) {
 // ---- job browser --------------------------------------------------------------------
 
 const STATES = ['available', 'running', 'succeeded', 'dead', 'cancelled'];
+// The tabs: a stored state, or a derived view (docs/http.md "Look at jobs").
+const JOB_TABS = [
+  {label: 'All'},
+  {label: 'Available', state: 'available'},
+  {label: 'Scheduled', view: 'scheduled'},
+  {label: 'Retrying', view: 'retrying'},
+  {label: 'Running', state: 'running'},
+  {label: 'Expired', view: 'expired'},
+  {label: 'Succeeded', state: 'succeeded'},
+  {label: 'Dead', state: 'dead'},
+  {label: 'Cancelled', state: 'cancelled'},
+];
+// The bulk actions: the endpoint, the verb, and the states each one takes.
+const BULK_ACTIONS = [
+  {action: 'retry', label: 'Retry', done: 'retried', takes: 'dead or cancelled'},
+  {action: 'cancel', label: 'Cancel', done: 'cancelled', takes: 'available or running'},
+  {action: 'delete', label: 'Delete', done: 'deleted', takes: 'succeeded, dead or cancelled'},
+];
+
+// The list's filters as they are in the address bar (and links to other pages of it).
+function jobListUrl(filters, cursor) {
+  const p = new URLSearchParams();
+  for (const name of ['queue', 'state', 'view', 'q']) if (filters[name]) p.set(name, filters[name]);
+  if (filters.order === 'oldest') p.set('order', 'oldest');
+  for (const [name, value] of Object.entries(cursor || {})) p.set(name, value);
+  const query = p.toString();
+  return '/jobs' + (query ? '?' + query : '');
+}
+
+// Asks to confirm a bulk action in a modal dialog; resolves true when confirmed.
+function confirmBulk(title, text, confirmLabel) {
+  return new Promise((resolve) => {
+    const dialog = el('dialog', {id: 'bulk-dialog'},
+        el('h2', {}, title), el('p', {}, text),
+        el('div', {class: 'buttons'},
+           el('button', {type: 'button', 'data-answer': 'no'}, 'Keep them'),
+           ' ',
+           el('button', {type: 'button', class: 'primary', 'data-answer': 'yes'}, confirmLabel)));
+    const finish = (answer) => {
+      dialog.close();
+      dialog.remove();
+      resolve(answer);
+    };
+    dialog.addEventListener('cancel', () => finish(false));
+    for (const button of dialog.querySelectorAll('button')) {
+      button.addEventListener('click', () => finish(button.dataset.answer === 'yes'));
+    }
+    document.body.append(dialog);
+    dialog.showModal();
+  });
+}
 
 async function browser(main) {
   const params = new URLSearchParams(location.search);
-  const queue = params.get('queue') || '';
-  const state = params.get('state') || '';
-  const after = params.get('after') || '';
+  const filters = {
+    queue: params.get('queue') || '',
+    state: params.get('state') || '',
+    view: params.get('view') || '',
+    q: params.get('q') || '',
+    order: params.get('order') === 'oldest' ? 'oldest' : 'newest',
+  };
+  const cursor = {};
+  for (const name of ['before', 'after']) if (params.get(name)) cursor[name] = params.get(name);
 
   const queueSelect = el('select', {name: 'queue', id: 'filter-queue'},
                          el('option', {value: ''}, 'every queue'));
-  const stateSelect = el('select', {name: 'state', id: 'filter-state'},
-                         el('option', {value: ''}, 'every state'),
-                         STATES.map((s) => el('option', {value: s, selected: s === state}, s)));
-  const filters = el('form', {class: 'filters', method: 'get', action: '/jobs'},
+  const search = el('input', {type: 'search', name: 'q', id: 'filter-search', value: filters.q,
+                              placeholder: 'payload, worker, key, error', maxlength: 1024});
+  const orderSelect = el('select', {name: 'order', id: 'filter-order'},
+                         el('option', {value: 'newest'}, 'newest first'),
+                         el('option', {value: 'oldest', selected: filters.order === 'oldest'},
+                            'oldest first'));
+  const form = el('form', {class: 'filters', method: 'get', action: '/jobs'},
       el('label', {}, 'Queue ', queueSelect),
-      el('label', {}, 'State ', stateSelect),
+      el('label', {}, 'Search ', search),
+      el('label', {}, 'Order ', orderSelect),
+      filters.state ? el('input', {type: 'hidden', name: 'state', value: filters.state}) : null,
+      filters.view ? el('input', {type: 'hidden', name: 'view', value: filters.view}) : null,
       el('button', {type: 'submit', class: 'primary'}, 'Show'));
+  // Empty fields stay out of the address.
+  form.addEventListener('formdata', (event) => {
+    for (const [name, value] of [...event.formData.entries()]) {
+      if (value === '' || (name === 'order' && value === 'newest')) event.formData.delete(name);
+    }
+  });
+  const tabs = el('nav', {class: 'tabs', 'aria-label': 'job states'},
+      JOB_TABS.map((tab) => {
+        const current = (tab.state || '') === filters.state && (tab.view || '') === filters.view;
+        const href = jobListUrl({...filters, state: tab.state || '', view: tab.view || ''});
+        return el('a', {href, class: current ? 'tab current' : 'tab',
+                        'data-tab': tab.view || tab.state || 'all'}, tab.label);
+      }));
+
+  const selectAll = el('input', {type: 'checkbox', id: 'select-all',
+                                 'aria-label': 'select every job on this page'});
+  const selectedCount = el('span', {class: 'muted', id: 'selected-count'});
+  const bulkButtons = BULK_ACTIONS.map((b) => el('button', {
+    type: 'button', 'data-bulk': b.action, disabled: true,
+    class: b.action === 'delete' ? 'danger' : undefined}, b.label + ' selected'));
+  const bulkBar = el('div', {class: 'toolbar bulk'}, bulkButtons, selectedCount);
+  const toolbar = el('div', {class: 'toolbar'});
+  const notice = el('div', {class: 'notice', id: 'bulk-result', role: 'status'});
   const body = el('tbody', {});
   const pager = el('div', {class: 'pager'});
-  const toolbar = el('div', {class: 'toolbar'});
   main.replaceChildren(
       el('section', {class: 'panel'},
-         el('div', {class: 'panel-head'}, el('h2', {}, 'Jobs'), filters),
-         toolbar,
+         el('div', {class: 'panel-head'}, el('h2', {}, 'Jobs'), form),
+         tabs, toolbar, bulkBar, notice,
          el('table', {class: 'jobs', id: 'jobs'},
             el('thead', {}, el('tr', {},
+               el('th', {class: 'check'}, selectAll),
                el('th', {class: 'num'}, 'ID'), el('th', {}, 'Queue'), el('th', {}, 'State'),
                el('th', {class: 'num'}, 'Attempts'), el('th', {}, 'Enqueued'),
                el('th', {}, 'Worker'), el('th', {}, 'Payload'), el('th', {}, 'Last error'))),
             body),
          pager));
 
+  const boxes = () => [...body.querySelectorAll('input[data-select]')];
+  const selected = () => boxes().filter((b) => b.checked).map((b) => Number(b.dataset.select));
+  const updateSelection = () => {
+    const n = selected().length;
+    const all = boxes();
+    selectAll.checked = all.length > 0 && n === all.length;
+    selectAll.indeterminate = n > 0 && n < all.length;
+    selectedCount.textContent = n ? `${n} selected` : '';
+    for (const button of bulkButtons) button.disabled = n === 0;
+  };
+  selectAll.addEventListener('change', () => {
+    for (const box of boxes()) box.checked = selectAll.checked;
+    updateSelection();
+  });
+
   try {
     const queues = await api('GET', '/api/queues');
     const names = queues.queues.map((q) => q.queue);
-    if (queue && !names.includes(queue)) names.push(queue);
-    queueSelect.append(...names.map((n) => el('option', {value: n, selected: n === queue}, n)));
-    if (queue && state === 'dead') {
-      toolbar.append(actionButton('Retry every dead job of ' + queue,
-          {'data-action': 'retry-dead', 'data-confirm': `Retry all dead jobs of ${queue}?`},
-          () => api('POST', `/api/queues/${encodeURIComponent(queue)}/retry`, {state: 'dead'}),
+    if (filters.queue && !names.includes(filters.queue)) names.push(filters.queue);
+    queueSelect.append(...names.map((n) => el('option', {value: n, selected: n === filters.queue},
+                                              n)));
+    if (filters.queue && filters.state === 'dead') {
+      toolbar.append(actionButton('Retry every dead job of ' + filters.queue,
+          {'data-action': 'retry-dead',
+           'data-confirm': `Retry all dead jobs of ${filters.queue}?`},
+          () => api('POST', `/api/queues/${encodeURIComponent(filters.queue)}/retry`,
+                    {state: 'dead'}),
           () => location.reload()));
     }
   } catch (e) {
     showError(e);
   }
 
-  const query = new URLSearchParams({limit: '50', payload_max: '160'});
-  if (queue) query.set('queue', queue);
-  if (state) query.set('state', state);
-  if (after) query.set('after', after);
-  try {
+  const load = async () => {
+    const query = new URLSearchParams({limit: '50', payload_max: '160', order: filters.order});
+    for (const name of ['queue', 'state', 'view', 'q']) {
+      if (filters[name]) query.set(name, filters[name]);
+    }
+    for (const [name, value] of Object.entries(cursor)) query.set(name, value);
     const page = await api('GET', '/api/jobs?' + query.toString());
+    // These read a window of ids per request (docs/http.md "What a page costs").
+    const searching = filters.q || filters.view || (filters.state && !filters.queue);
     if (page.jobs.length === 0) {
-      body.replaceChildren(el('tr', {}, el('td', {colspan: 8, class: 'empty'},
-          after ? 'No more jobs.' : 'No jobs match.')));
+      const why = page.next && searching ? 'No matches among these ids yet.'
+                                        : Object.keys(cursor).length ? 'No more jobs.'
+                                                                     : 'No jobs match.';
+      body.replaceChildren(el('tr', {}, el('td', {colspan: 9, class: 'empty'}, why)));
     } else {
       body.replaceChildren(...page.jobs.map((job) => el('tr', {'data-job': job.id},
+          el('td', {class: 'check'},
+             el('input', {type: 'checkbox', 'data-select': job.id,
+                          'aria-label': 'select job ' + job.id, onchange: updateSelection})),
           el('td', {class: 'num'}, el('a', {href: '/jobs/' + job.id}, String(job.id))),
           el('td', {}, job.queue),
           el('td', {}, stateBadge(job.state)),
@@ -411,18 +523,64 @@ async function browser(main) {
           el('td', {class: 'preview'}, payloadPreview(job)),
           el('td', {class: 'preview error-text'}, job.last_error || ''))));
     }
-    const link = (label, afterId) => {
-      const p = new URLSearchParams();
-      if (queue) p.set('queue', queue);
-      if (state) p.set('state', state);
-      if (afterId) p.set('after', afterId);
-      return el('a', {href: '/jobs?' + p.toString(), class: 'button'}, label);
-    };
+    updateSelection();
+    // Newest first, "next" goes to older jobs; oldest first, to newer ones.
+    const newest = filters.order === 'newest';
+    const short = searching && page.next && page.jobs.length < 50;
+    const link = (label, to, dir) => el('a', {href: jobListUrl(filters, to), class: 'button',
+                                              'data-page': dir}, label);
+    let where = 'the newest jobs';
+    if (!newest) where = 'the oldest jobs';
+    if (cursor.before) where = `ids below ${cursor.before}`;
+    if (cursor.after) where = `ids above ${cursor.after}`;
+    if (short) {
+      const stop = page.next.before || page.next.after;
+      where += ` · searched to id ${stop}`;
+    }
     pager.replaceChildren(
-        after ? link('« First page') : el('span', {}),
-        el('span', {class: 'muted'}, after ? `ids after ${after}` : 'from the first id'),
-        page.next_after !== null ? link('Next page »', page.next_after) : el('span', {}));
+        el('span', {},
+           Object.keys(cursor).length ? link(newest ? '« Newest' : '« Oldest', {}, 'first') : null,
+           ' ',
+           page.prev ? link(newest ? '‹ Newer' : '‹ Older', page.prev, 'prev') : null),
+        el('span', {class: 'muted', id: 'page-where'}, where),
+        page.next ? link(short ? 'Search further ›' : (newest ? 'Older ›' : 'Newer ›'), page.next,
+                         'next')
+                  : el('span', {}));
     live();
+  };
+
+  for (const button of bulkButtons) {
+    const b = BULK_ACTIONS.find((a) => a.action === button.dataset.bulk);
+    button.addEventListener('click', async () => {
+      const ids = selected();
+      if (!ids.length) return;
+      const jobs = ids.length === 1 ? 'job ' + ids[0] : `${ids.length} jobs`;
+      const ok = await confirmBulk(`${b.label} ${jobs}?`,
+          `Only ${b.takes} jobs are ${b.done}; the others are left as they are.` +
+          (b.action === 'delete' ? ' Deleted jobs are gone for good.' : ''),
+          `${b.label} ${jobs}`);
+      if (!ok) return;
+      for (const other of bulkButtons) other.disabled = true;
+      try {
+        const result = await api('POST', '/api/jobs/' + b.action, {ids});
+        const changed = result[b.done] || [];
+        const unchanged = result.unchanged || [];
+        let text = `${changed.length} of ${ids.length} ${b.done}.`;
+        if (unchanged.length) {
+          text += ` Unchanged (not ${b.takes}, or gone): ${unchanged.join(', ')}.`;
+        }
+        notice.textContent = text;
+        await load();
+      } catch (e) {
+        showError(e);
+        alertBox(e.message);
+        updateSelection();
+      }
+    });
+  }
+
+  try {
+    await load();
   } catch (e) {
     showError(e);
     alertBox(e.message);

@@ -355,45 +355,195 @@ UPDATE readpast_tasks
 -- list: one statement per filter combination, so that each can use an index; keyset paging
 -- after :after_id.
 
+-- list_*: one statement per filter, pages by id between :after_id and :before_id
+-- (exclusive), oldest first or (the *_desc twin) newest first. The rest of the WHERE is the
+-- same in every one: the derived views (scheduled, retrying, expired: 1 to apply, 0 not) and
+-- the search, a substring of the payload, worker, unique key or last error with letters in
+-- any case. The columns are binary strings, which LOWER() leaves alone, so both sides are
+-- read as latin1 (every byte one character: any bytes match as bytes). LOCATE() takes the
+-- text as it is (no LIKE wildcards). Queue::list_page bounds how many ids one request with
+-- a view or a search looks at (options.hpp, ListRequest::scan_limit).
+
 -- name: list_all
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
        lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
-  FROM readpast_jobs WHERE id > :after_id ORDER BY id LIMIT :limit;
+  FROM readpast_jobs
+  WHERE id > :after_id
+    AND id < :before_id AND (:scheduled = 0 OR run_at > CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:retrying = 0 OR attempts > 0)
+    AND (:expired = 0 OR lease_expires_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:search IS NULL OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(payload USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(leased_by USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(unique_key USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(last_error USING latin1))) > 0)
+  ORDER BY id LIMIT :limit;
+
+-- name: list_all_desc
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs
+  WHERE id > :after_id
+    AND id < :before_id AND (:scheduled = 0 OR run_at > CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:retrying = 0 OR attempts > 0)
+    AND (:expired = 0 OR lease_expires_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:search IS NULL OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(payload USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(leased_by USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(unique_key USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(last_error USING latin1))) > 0)
+  ORDER BY id DESC LIMIT :limit;
 
 -- name: list_queue
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
        lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
-  FROM readpast_jobs WHERE id > :after_id AND queue = :queue ORDER BY id LIMIT :limit;
+  FROM readpast_jobs
+  WHERE id > :after_id AND queue = :queue
+    AND id < :before_id AND (:scheduled = 0 OR run_at > CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:retrying = 0 OR attempts > 0)
+    AND (:expired = 0 OR lease_expires_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:search IS NULL OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(payload USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(leased_by USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(unique_key USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(last_error USING latin1))) > 0)
+  ORDER BY id LIMIT :limit;
+
+-- name: list_queue_desc
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs
+  WHERE id > :after_id AND queue = :queue
+    AND id < :before_id AND (:scheduled = 0 OR run_at > CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:retrying = 0 OR attempts > 0)
+    AND (:expired = 0 OR lease_expires_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:search IS NULL OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(payload USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(leased_by USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(unique_key USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(last_error USING latin1))) > 0)
+  ORDER BY id DESC LIMIT :limit;
 
 -- Lists by state have no index by state and id, which every lease or completion would have to
 -- change: the server walks the primary key from :after_id, or sorts the state's range of
 -- readpast_jobs_lease (live states, one queue) or readpast_jobs_finished_at (finished
 -- states), whichever it reckons reads less: the primary key when the state is a large part
 -- of the table, the range when it is a small one.
-
 -- name: list_state
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
        lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
   FROM readpast_jobs
-  WHERE id > :after_id AND state = :state ORDER BY id LIMIT :limit;
+  WHERE id > :after_id AND state = :state
+    AND id < :before_id AND (:scheduled = 0 OR run_at > CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:retrying = 0 OR attempts > 0)
+    AND (:expired = 0 OR lease_expires_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:search IS NULL OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(payload USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(leased_by USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(unique_key USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(last_error USING latin1))) > 0)
+  ORDER BY id LIMIT :limit;
+
+-- name: list_state_desc
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs
+  WHERE id > :after_id AND state = :state
+    AND id < :before_id AND (:scheduled = 0 OR run_at > CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:retrying = 0 OR attempts > 0)
+    AND (:expired = 0 OR lease_expires_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:search IS NULL OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(payload USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(leased_by USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(unique_key USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(last_error USING latin1))) > 0)
+  ORDER BY id DESC LIMIT :limit;
 
 -- name: list_finished_state
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
        lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
   FROM readpast_jobs
-  WHERE id > :after_id AND finished_state = :state ORDER BY id LIMIT :limit;
+  WHERE id > :after_id AND finished_state = :state
+    AND id < :before_id AND (:scheduled = 0 OR run_at > CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:retrying = 0 OR attempts > 0)
+    AND (:expired = 0 OR lease_expires_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:search IS NULL OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(payload USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(leased_by USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(unique_key USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(last_error USING latin1))) > 0)
+  ORDER BY id LIMIT :limit;
+
+-- name: list_finished_state_desc
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs
+  WHERE id > :after_id AND finished_state = :state
+    AND id < :before_id AND (:scheduled = 0 OR run_at > CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:retrying = 0 OR attempts > 0)
+    AND (:expired = 0 OR lease_expires_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:search IS NULL OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(payload USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(leased_by USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(unique_key USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(last_error USING latin1))) > 0)
+  ORDER BY id DESC LIMIT :limit;
 
 -- name: list_queue_state
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
        lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
   FROM readpast_jobs
-  WHERE id > :after_id AND queue = :queue AND state = :state ORDER BY id LIMIT :limit;
+  WHERE id > :after_id AND queue = :queue AND state = :state
+    AND id < :before_id AND (:scheduled = 0 OR run_at > CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:retrying = 0 OR attempts > 0)
+    AND (:expired = 0 OR lease_expires_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:search IS NULL OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(payload USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(leased_by USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(unique_key USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(last_error USING latin1))) > 0)
+  ORDER BY id LIMIT :limit;
+
+-- name: list_queue_state_desc
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs
+  WHERE id > :after_id AND queue = :queue AND state = :state
+    AND id < :before_id AND (:scheduled = 0 OR run_at > CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:retrying = 0 OR attempts > 0)
+    AND (:expired = 0 OR lease_expires_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:search IS NULL OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(payload USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(leased_by USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(unique_key USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(last_error USING latin1))) > 0)
+  ORDER BY id DESC LIMIT :limit;
 
 -- name: list_queue_finished_state
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
        lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
   FROM readpast_jobs
-  WHERE id > :after_id AND queue = :queue AND finished_state = :state ORDER BY id LIMIT :limit;
+  WHERE id > :after_id AND queue = :queue AND finished_state = :state
+    AND id < :before_id AND (:scheduled = 0 OR run_at > CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:retrying = 0 OR attempts > 0)
+    AND (:expired = 0 OR lease_expires_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:search IS NULL OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(payload USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(leased_by USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(unique_key USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(last_error USING latin1))) > 0)
+  ORDER BY id LIMIT :limit;
+
+-- name: list_queue_finished_state_desc
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs
+  WHERE id > :after_id AND queue = :queue AND finished_state = :state
+    AND id < :before_id AND (:scheduled = 0 OR run_at > CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:retrying = 0 OR attempts > 0)
+    AND (:expired = 0 OR lease_expires_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+    AND (:search IS NULL OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(payload USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(leased_by USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(unique_key USING latin1))) > 0
+         OR LOCATE(LOWER(CONVERT(CAST(:search AS BINARY) USING latin1)), LOWER(CONVERT(last_error USING latin1))) > 0)
+  ORDER BY id DESC LIMIT :limit;
+
+-- name: id_bounds
+-- The smallest and largest id (NULL, NULL for no job): two lookups at the ends of the primary key.
+SELECT (SELECT min(id) FROM readpast_jobs), (SELECT max(id) FROM readpast_jobs);
+
+-- name: delete_finished
+-- Deletes one job by id, only when it has finished (like purge, never a live job).
+DELETE FROM readpast_jobs WHERE id = :id AND state IN ('succeeded', 'dead', 'cancelled');
 
 -- name: get
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,

@@ -399,14 +399,51 @@ SELECT q.name, 'paused'::text, 0::bigint, 0::bigint, NULL::bigint
 FROM :"schema".queues q
 WHERE q.paused_at IS NOT NULL AND (:queue::text IS NULL OR q.name = :queue::text);
 
+-- list_*: one statement per filter, so that each gets a plan that fits it; pages by id
+-- between :after_id and :before_id (exclusive), oldest first or (the *_desc twin) newest
+-- first. The rest of the WHERE is the same in every one: the derived views (scheduled,
+-- retrying, expired: 1 to apply, 0 not) and the search, a substring of the payload, worker,
+-- unique key or last error with ASCII letters in any case. strpos() takes the text as it is
+-- (no LIKE wildcards). The payload is bytea: encode(…, 'escape') writes it as text (bytes
+-- 0 and >= 0x80 as \ooo, a backslash doubled) and :payload_search is the search text
+-- written the same way by the engine (postgres_engine.cpp, escaped_for_payload), so any bytes match as bytes.
+-- Queue::list_page bounds how many ids one request with a view or a search looks at
+-- (options.hpp, ListRequest::scan_limit).
+
 -- name: list_all
--- list_*: one statement per filter, so that each gets a plan that fits it; pages by id.
 SELECT j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.lease_token,
           j.leased_by, j.lease_expires_at, j.enqueued_at, j.started_at, j.finished_at,
           j.unique_key, j.last_error, j.payload
 FROM :"schema".jobs j
 WHERE j.id > :after_id::bigint
+  AND j.id < :before_id::bigint
+  AND (:scheduled::integer = 0 OR j.run_at > statement_timestamp())
+  AND (:retrying::integer = 0 OR j.attempts > 0)
+  AND (:expired::integer = 0 OR j.lease_expires_at <= statement_timestamp())
+  AND (:search::text IS NULL
+       OR strpos(lower(encode(j.payload, 'escape')), :payload_search::text) > 0
+       OR strpos(lower(j.leased_by), lower(:search::text)) > 0
+       OR strpos(lower(j.unique_key), lower(:search::text)) > 0
+       OR strpos(lower(j.last_error), lower(:search::text)) > 0)
 ORDER BY j.id
+LIMIT :limit::integer;
+
+-- name: list_all_desc
+SELECT j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.lease_token,
+          j.leased_by, j.lease_expires_at, j.enqueued_at, j.started_at, j.finished_at,
+          j.unique_key, j.last_error, j.payload
+FROM :"schema".jobs j
+WHERE j.id > :after_id::bigint
+  AND j.id < :before_id::bigint
+  AND (:scheduled::integer = 0 OR j.run_at > statement_timestamp())
+  AND (:retrying::integer = 0 OR j.attempts > 0)
+  AND (:expired::integer = 0 OR j.lease_expires_at <= statement_timestamp())
+  AND (:search::text IS NULL
+       OR strpos(lower(encode(j.payload, 'escape')), :payload_search::text) > 0
+       OR strpos(lower(j.leased_by), lower(:search::text)) > 0
+       OR strpos(lower(j.unique_key), lower(:search::text)) > 0
+       OR strpos(lower(j.last_error), lower(:search::text)) > 0)
+ORDER BY j.id DESC
 LIMIT :limit::integer;
 
 -- name: list_queue
@@ -415,7 +452,34 @@ SELECT j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts,
           j.unique_key, j.last_error, j.payload
 FROM :"schema".jobs j
 WHERE j.id > :after_id::bigint AND j.queue = :queue::text
+  AND j.id < :before_id::bigint
+  AND (:scheduled::integer = 0 OR j.run_at > statement_timestamp())
+  AND (:retrying::integer = 0 OR j.attempts > 0)
+  AND (:expired::integer = 0 OR j.lease_expires_at <= statement_timestamp())
+  AND (:search::text IS NULL
+       OR strpos(lower(encode(j.payload, 'escape')), :payload_search::text) > 0
+       OR strpos(lower(j.leased_by), lower(:search::text)) > 0
+       OR strpos(lower(j.unique_key), lower(:search::text)) > 0
+       OR strpos(lower(j.last_error), lower(:search::text)) > 0)
 ORDER BY j.id
+LIMIT :limit::integer;
+
+-- name: list_queue_desc
+SELECT j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.lease_token,
+          j.leased_by, j.lease_expires_at, j.enqueued_at, j.started_at, j.finished_at,
+          j.unique_key, j.last_error, j.payload
+FROM :"schema".jobs j
+WHERE j.id > :after_id::bigint AND j.queue = :queue::text
+  AND j.id < :before_id::bigint
+  AND (:scheduled::integer = 0 OR j.run_at > statement_timestamp())
+  AND (:retrying::integer = 0 OR j.attempts > 0)
+  AND (:expired::integer = 0 OR j.lease_expires_at <= statement_timestamp())
+  AND (:search::text IS NULL
+       OR strpos(lower(encode(j.payload, 'escape')), :payload_search::text) > 0
+       OR strpos(lower(j.leased_by), lower(:search::text)) > 0
+       OR strpos(lower(j.unique_key), lower(:search::text)) > 0
+       OR strpos(lower(j.last_error), lower(:search::text)) > 0)
+ORDER BY j.id DESC
 LIMIT :limit::integer;
 
 -- name: list_state
@@ -424,7 +488,34 @@ SELECT j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts,
           j.unique_key, j.last_error, j.payload
 FROM :"schema".jobs j
 WHERE j.id > :after_id::bigint AND j.state = :state::text
+  AND j.id < :before_id::bigint
+  AND (:scheduled::integer = 0 OR j.run_at > statement_timestamp())
+  AND (:retrying::integer = 0 OR j.attempts > 0)
+  AND (:expired::integer = 0 OR j.lease_expires_at <= statement_timestamp())
+  AND (:search::text IS NULL
+       OR strpos(lower(encode(j.payload, 'escape')), :payload_search::text) > 0
+       OR strpos(lower(j.leased_by), lower(:search::text)) > 0
+       OR strpos(lower(j.unique_key), lower(:search::text)) > 0
+       OR strpos(lower(j.last_error), lower(:search::text)) > 0)
 ORDER BY j.id
+LIMIT :limit::integer;
+
+-- name: list_state_desc
+SELECT j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.lease_token,
+          j.leased_by, j.lease_expires_at, j.enqueued_at, j.started_at, j.finished_at,
+          j.unique_key, j.last_error, j.payload
+FROM :"schema".jobs j
+WHERE j.id > :after_id::bigint AND j.state = :state::text
+  AND j.id < :before_id::bigint
+  AND (:scheduled::integer = 0 OR j.run_at > statement_timestamp())
+  AND (:retrying::integer = 0 OR j.attempts > 0)
+  AND (:expired::integer = 0 OR j.lease_expires_at <= statement_timestamp())
+  AND (:search::text IS NULL
+       OR strpos(lower(encode(j.payload, 'escape')), :payload_search::text) > 0
+       OR strpos(lower(j.leased_by), lower(:search::text)) > 0
+       OR strpos(lower(j.unique_key), lower(:search::text)) > 0
+       OR strpos(lower(j.last_error), lower(:search::text)) > 0)
+ORDER BY j.id DESC
 LIMIT :limit::integer;
 
 -- name: list_queue_state
@@ -433,8 +524,45 @@ SELECT j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts,
           j.unique_key, j.last_error, j.payload
 FROM :"schema".jobs j
 WHERE j.id > :after_id::bigint AND j.queue = :queue::text AND j.state = :state::text
+  AND j.id < :before_id::bigint
+  AND (:scheduled::integer = 0 OR j.run_at > statement_timestamp())
+  AND (:retrying::integer = 0 OR j.attempts > 0)
+  AND (:expired::integer = 0 OR j.lease_expires_at <= statement_timestamp())
+  AND (:search::text IS NULL
+       OR strpos(lower(encode(j.payload, 'escape')), :payload_search::text) > 0
+       OR strpos(lower(j.leased_by), lower(:search::text)) > 0
+       OR strpos(lower(j.unique_key), lower(:search::text)) > 0
+       OR strpos(lower(j.last_error), lower(:search::text)) > 0)
 ORDER BY j.id
 LIMIT :limit::integer;
+
+-- name: list_queue_state_desc
+SELECT j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.lease_token,
+          j.leased_by, j.lease_expires_at, j.enqueued_at, j.started_at, j.finished_at,
+          j.unique_key, j.last_error, j.payload
+FROM :"schema".jobs j
+WHERE j.id > :after_id::bigint AND j.queue = :queue::text AND j.state = :state::text
+  AND j.id < :before_id::bigint
+  AND (:scheduled::integer = 0 OR j.run_at > statement_timestamp())
+  AND (:retrying::integer = 0 OR j.attempts > 0)
+  AND (:expired::integer = 0 OR j.lease_expires_at <= statement_timestamp())
+  AND (:search::text IS NULL
+       OR strpos(lower(encode(j.payload, 'escape')), :payload_search::text) > 0
+       OR strpos(lower(j.leased_by), lower(:search::text)) > 0
+       OR strpos(lower(j.unique_key), lower(:search::text)) > 0
+       OR strpos(lower(j.last_error), lower(:search::text)) > 0)
+ORDER BY j.id DESC
+LIMIT :limit::integer;
+
+-- name: id_bounds
+-- The smallest and largest id (NULL, NULL for no job): two lookups at the ends of the primary key.
+SELECT (SELECT min(j.id) FROM :"schema".jobs j), (SELECT max(j.id) FROM :"schema".jobs j);
+
+-- name: delete_finished
+-- Deletes jobs by id, only those that have finished (like purge, never a live job).
+DELETE FROM :"schema".jobs j
+WHERE j.id = ANY(:ids::bigint[]) AND j.state IN ('succeeded', 'dead', 'cancelled')
+RETURNING j.id;
 
 -- name: get
 SELECT j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.lease_token,

@@ -239,22 +239,90 @@ INSERT INTO readpast_tasks (task, next_run_at, claimed_by, claimed_at)
   WHERE readpast_tasks.next_run_at <= :now;
 
 -- list: one statement per filter combination, so that each can use an index; keyset paging
--- after :after_id.
+-- between :after_id and :before_id (exclusive), oldest first or (the *_desc twin) newest
+-- first. The rest of the WHERE is the same in every one: the derived views (scheduled,
+-- retrying, expired: 1 to apply, 0 not) and the search, a substring of the payload, worker,
+-- unique key or last error, ASCII letters in any case (lower() folds only those); instr()
+-- takes the text as it is, so % and _ mean nothing special. Queue::list_page bounds how many
+-- ids one request with a view or a search looks at (options.hpp, ListRequest::scan_limit).
 
 -- name: list_all
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
        lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
-  FROM readpast_jobs WHERE id > :after_id ORDER BY id LIMIT :limit;
+  FROM readpast_jobs
+  WHERE id > :after_id
+    AND id < :before_id AND (:scheduled = 0 OR run_at > :now)
+    AND (:retrying = 0 OR attempts > 0) AND (:expired = 0 OR lease_expires_at <= :now)
+    AND (:search IS NULL OR instr(lower(payload), lower(:search)) > 0
+         OR instr(lower(leased_by), lower(:search)) > 0
+         OR instr(lower(unique_key), lower(:search)) > 0
+         OR instr(lower(last_error), lower(:search)) > 0)
+  ORDER BY id LIMIT :limit;
+
+-- name: list_all_desc
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs
+  WHERE id > :after_id
+    AND id < :before_id AND (:scheduled = 0 OR run_at > :now)
+    AND (:retrying = 0 OR attempts > 0) AND (:expired = 0 OR lease_expires_at <= :now)
+    AND (:search IS NULL OR instr(lower(payload), lower(:search)) > 0
+         OR instr(lower(leased_by), lower(:search)) > 0
+         OR instr(lower(unique_key), lower(:search)) > 0
+         OR instr(lower(last_error), lower(:search)) > 0)
+  ORDER BY id DESC LIMIT :limit;
 
 -- name: list_queue
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
        lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
-  FROM readpast_jobs WHERE id > :after_id AND queue = :queue ORDER BY id LIMIT :limit;
+  FROM readpast_jobs
+  WHERE id > :after_id AND queue = :queue
+    AND id < :before_id AND (:scheduled = 0 OR run_at > :now)
+    AND (:retrying = 0 OR attempts > 0) AND (:expired = 0 OR lease_expires_at <= :now)
+    AND (:search IS NULL OR instr(lower(payload), lower(:search)) > 0
+         OR instr(lower(leased_by), lower(:search)) > 0
+         OR instr(lower(unique_key), lower(:search)) > 0
+         OR instr(lower(last_error), lower(:search)) > 0)
+  ORDER BY id LIMIT :limit;
+
+-- name: list_queue_desc
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs
+  WHERE id > :after_id AND queue = :queue
+    AND id < :before_id AND (:scheduled = 0 OR run_at > :now)
+    AND (:retrying = 0 OR attempts > 0) AND (:expired = 0 OR lease_expires_at <= :now)
+    AND (:search IS NULL OR instr(lower(payload), lower(:search)) > 0
+         OR instr(lower(leased_by), lower(:search)) > 0
+         OR instr(lower(unique_key), lower(:search)) > 0
+         OR instr(lower(last_error), lower(:search)) > 0)
+  ORDER BY id DESC LIMIT :limit;
 
 -- name: list_state
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
        lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
-  FROM readpast_jobs WHERE id > :after_id AND state = :state ORDER BY id LIMIT :limit;
+  FROM readpast_jobs
+  WHERE id > :after_id AND state = :state
+    AND id < :before_id AND (:scheduled = 0 OR run_at > :now)
+    AND (:retrying = 0 OR attempts > 0) AND (:expired = 0 OR lease_expires_at <= :now)
+    AND (:search IS NULL OR instr(lower(payload), lower(:search)) > 0
+         OR instr(lower(leased_by), lower(:search)) > 0
+         OR instr(lower(unique_key), lower(:search)) > 0
+         OR instr(lower(last_error), lower(:search)) > 0)
+  ORDER BY id LIMIT :limit;
+
+-- name: list_state_desc
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs
+  WHERE id > :after_id AND state = :state
+    AND id < :before_id AND (:scheduled = 0 OR run_at > :now)
+    AND (:retrying = 0 OR attempts > 0) AND (:expired = 0 OR lease_expires_at <= :now)
+    AND (:search IS NULL OR instr(lower(payload), lower(:search)) > 0
+         OR instr(lower(leased_by), lower(:search)) > 0
+         OR instr(lower(unique_key), lower(:search)) > 0
+         OR instr(lower(last_error), lower(:search)) > 0)
+  ORDER BY id DESC LIMIT :limit;
 
 -- name: list_queue_state
 -- One range of readpast_jobs_queue_state, for every state but running (list_queue_running).
@@ -262,7 +330,26 @@ SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, 
        lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
   FROM readpast_jobs
   WHERE id > :after_id AND queue = :queue AND state = :state AND state <> 'running'
+    AND id < :before_id AND (:scheduled = 0 OR run_at > :now)
+    AND (:retrying = 0 OR attempts > 0) AND (:expired = 0 OR lease_expires_at <= :now)
+    AND (:search IS NULL OR instr(lower(payload), lower(:search)) > 0
+         OR instr(lower(leased_by), lower(:search)) > 0
+         OR instr(lower(unique_key), lower(:search)) > 0
+         OR instr(lower(last_error), lower(:search)) > 0)
   ORDER BY id LIMIT :limit;
+
+-- name: list_queue_state_desc
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs
+  WHERE id > :after_id AND queue = :queue AND state = :state AND state <> 'running'
+    AND id < :before_id AND (:scheduled = 0 OR run_at > :now)
+    AND (:retrying = 0 OR attempts > 0) AND (:expired = 0 OR lease_expires_at <= :now)
+    AND (:search IS NULL OR instr(lower(payload), lower(:search)) > 0
+         OR instr(lower(leased_by), lower(:search)) > 0
+         OR instr(lower(unique_key), lower(:search)) > 0
+         OR instr(lower(last_error), lower(:search)) > 0)
+  ORDER BY id DESC LIMIT :limit;
 
 -- name: list_queue_running
 -- The queue's running jobs (:state is 'running'), found along readpast_jobs_expiry and
@@ -272,7 +359,34 @@ SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, 
        lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
   FROM readpast_jobs
   WHERE id > :after_id AND queue = :queue AND state = :state AND state = 'running'
+    AND id < :before_id AND (:scheduled = 0 OR run_at > :now)
+    AND (:retrying = 0 OR attempts > 0) AND (:expired = 0 OR lease_expires_at <= :now)
+    AND (:search IS NULL OR instr(lower(payload), lower(:search)) > 0
+         OR instr(lower(leased_by), lower(:search)) > 0
+         OR instr(lower(unique_key), lower(:search)) > 0
+         OR instr(lower(last_error), lower(:search)) > 0)
   ORDER BY id LIMIT :limit;
+
+-- name: list_queue_running_desc
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs
+  WHERE id > :after_id AND queue = :queue AND state = :state AND state = 'running'
+    AND id < :before_id AND (:scheduled = 0 OR run_at > :now)
+    AND (:retrying = 0 OR attempts > 0) AND (:expired = 0 OR lease_expires_at <= :now)
+    AND (:search IS NULL OR instr(lower(payload), lower(:search)) > 0
+         OR instr(lower(leased_by), lower(:search)) > 0
+         OR instr(lower(unique_key), lower(:search)) > 0
+         OR instr(lower(last_error), lower(:search)) > 0)
+  ORDER BY id DESC LIMIT :limit;
+
+-- name: id_bounds
+-- The smallest and largest id (NULL, NULL for no job): two lookups at the ends of the primary key.
+SELECT (SELECT min(id) FROM readpast_jobs), (SELECT max(id) FROM readpast_jobs);
+
+-- name: delete_finished
+-- Deletes one job by id, only when it has finished (like purge, never a live job).
+DELETE FROM readpast_jobs WHERE id = :id AND state IN ('succeeded', 'dead', 'cancelled');
 
 -- name: get
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
