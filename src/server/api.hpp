@@ -3,6 +3,7 @@
 //   job routes      list, get, retry, cancel (api_jobs.cpp)
 //   queue routes    stats with rates, pause/resume, retry all, purge, throughput
 //                   (api_queues.cpp)
+//   schedule routes the schedules with their ticks, run now (api_schedules.cpp)
 //
 // Thread-safety: the routes only read their captures and call the thread-safe Queue and
 // Throughput, so they may run on many threads at once.
@@ -15,10 +16,11 @@
 
 namespace readpast::server {
 
-// REQUIRES for all three: `queue` (and `throughput`) outlive the router.
+// REQUIRES for all of them: `queue` (and `throughput`) outlive the router.
 // `secrets` are scrubbed from the error a failing worker stores.
 void add_worker_routes(Router& router, Queue& queue, const detail::SecretScrubber& secrets);
 void add_job_routes(Router& router, Queue& queue);
 void add_queue_routes(Router& router, Queue& queue, const Throughput& throughput);
+void add_schedule_routes(Router& router, Queue& queue);
 
 }  // namespace readpast::server

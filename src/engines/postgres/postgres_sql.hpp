@@ -91,6 +91,7 @@ struct Sql {
   Statement list_schedules;
   Statement delete_schedule;
   Statement enqueue_tick;
+  Statement enqueue_schedule_now;
   Statement claim_task;
 
   // migrations[v - 1] upgrades v - 1 → v; scripts, run by migrate() in its transaction.
