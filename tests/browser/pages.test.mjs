@@ -28,10 +28,12 @@ let browser;
 let page;
 const running = new Set();  // readpast processes to kill if a test fails half-way
 
-// Runs `readpast ARGS` to its end; rejects on a non-zero exit.
+// Runs `readpast ARGS` to its end; rejects on a non-zero exit. Without `input` its stdin is
+// /dev/null: a pipe that the command exits without reading could fail the write (EPIPE).
 function readpast(args, {input} = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(CLI, args, {env, stdio: ['pipe', 'pipe', 'pipe']});
+    const child = spawn(CLI, args,
+                        {env, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe']});
     running.add(child);
     let out = '';
     let err = '';
@@ -43,7 +45,10 @@ function readpast(args, {input} = {}) {
       if (code === 0) resolve(out);
       else reject(new Error(`readpast ${args.join(' ')} exited ${code}: ${err}`));
     });
-    child.stdin.end(input || '');
+    if (input !== undefined) {
+      child.stdin.on('error', reject);
+      child.stdin.end(input);
+    }
   });
 }
 
