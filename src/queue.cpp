@@ -9,6 +9,7 @@
 #include <random>
 
 #include "core/log.hpp"
+#include "core/queue_metrics.hpp"
 #include "core/schedule_spec.hpp"
 #include "core/url.hpp"
 #include "core/validate.hpp"
@@ -20,6 +21,28 @@ struct Queue::State {
   // Constant after construction.
   QueueOptions options;
   std::unique_ptr<detail::Engine> engine;
+  // What this Queue counted since its last flush (thread-safe on its own).
+  std::optional<detail::QueueMetrics> metrics;
+
+  // Counts a database error of the call, then hands its result on.
+  template <class T>
+  Result<T> noted(Result<T> result) {
+    if (!result) metrics->database_error(result.error().code);
+    return result;
+  }
+
+  // Adds what was counted to the database's totals when the interval has passed; a
+  // failure keeps the counts for the next try and does not fail the caller's call.
+  void flush_if_due() {
+    if (metrics->flush_due()) (void)flush();
+  }
+  Status flush() {
+    auto rows = metrics->take();
+    if (rows.empty()) return {};
+    auto added = noted(engine->add_metrics(rows));
+    if (!added) metrics->put_back(std::move(rows));
+    return added;
+  }
 
   // Guarded by mu: the jitter source and when each queue's expired leases were last
   // rescued (a steady-clock time; only used to space out rescues).
@@ -129,6 +152,8 @@ Result<Queue> Queue::open(std::string_view url, QueueOptions options) {
     return fail_with(ok.error());
   }
   auto state = std::make_unique<State>();
+  // A read-only Queue cannot add to the database's totals.
+  state->metrics.emplace(options.read_only ? Duration::zero() : options.metrics_interval);
   state->options = std::move(options);
   state->engine = std::move(*engine);
   return Queue(std::move(state));
@@ -163,17 +188,24 @@ Result<std::vector<Enqueued>> Queue::enqueue_batch(std::span<const NewJob> jobs)
     }
   }
   if (jobs.empty()) return std::vector<Enqueued>{};
-  return state_->engine->enqueue(jobs);
+  return state_->noted(state_->engine->enqueue(jobs));
 }
 
 Result<std::vector<Job>> Queue::lease(const LeaseRequest& request) {
   if (auto ok = detail::validate_lease_request(request); !ok) return fail_with(ok.error());
   if (state_->rescue_due(request.queue)) {
-    if (auto rescued = state_->engine->rescue_expired(request.queue); !rescued) {
-      return fail_with(rescued.error());
-    }
+    auto rescued = state_->noted(state_->engine->rescue_expired(request.queue));
+    if (!rescued) return fail_with(rescued.error());
+    state_->metrics->rescued(request.queue, *rescued);
   }
-  return state_->engine->lease(request);
+  const auto sent = std::chrono::steady_clock::now();
+  auto jobs = state_->noted(state_->engine->lease(request));
+  if (jobs) {
+    state_->metrics->leased(
+        request.queue, *jobs, request.lease_duration,
+        std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() - sent));
+  }
+  return jobs;
 }
 
 Status Queue::complete(JobId id, const LeaseToken& token) {
@@ -193,7 +225,14 @@ Result<std::vector<bool>> Queue::complete_batch(std::span<const LeasedRef> refs)
   // queue whose own retention is zero has its succeeded jobs removed by the next
   // retention pass.
   const bool delete_row = state_->options.retention.succeeded == Duration::zero();
-  return state_->engine->complete(refs, delete_row);
+  auto accepted = state_->noted(state_->engine->complete(refs, delete_row));
+  if (!accepted) return accepted;
+  for (std::size_t i = 0; i < refs.size() && i < accepted->size(); ++i) {
+    state_->metrics->settled(
+        refs[i].id, (*accepted)[i] ? detail::Outcome::kCompleted : detail::Outcome::kLeaseLost);
+  }
+  state_->flush_if_due();
+  return accepted;
 }
 
 Result<FailOutcome> Queue::fail(JobId id, const LeaseToken& token, std::string_view error,
@@ -219,12 +258,20 @@ Result<std::vector<std::optional<FailOutcome>>> Queue::fail_batch(
     }
   }
   std::vector<std::optional<FailOutcome>> results(items.size());
-  if (engine_items.empty()) return results;
-  auto outcomes = state_->engine->fail(engine_items);
-  if (!outcomes) return fail_with(outcomes.error());
-  for (std::size_t k = 0; k < sent.size() && k < outcomes->size(); ++k) {
-    results[sent[k]] = (*outcomes)[k];
+  if (!engine_items.empty()) {
+    auto outcomes = state_->noted(state_->engine->fail(engine_items));
+    if (!outcomes) return fail_with(outcomes.error());
+    for (std::size_t k = 0; k < sent.size() && k < outcomes->size(); ++k) {
+      results[sent[k]] = (*outcomes)[k];
+    }
   }
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const auto outcome = !results[i]                         ? detail::Outcome::kLeaseLost
+                         : *results[i] == FailOutcome::kDead ? detail::Outcome::kDead
+                                                             : detail::Outcome::kFailed;
+    state_->metrics->settled(items[i].id, outcome);
+  }
+  state_->flush_if_due();
   return results;
 }
 
@@ -245,7 +292,12 @@ Result<std::vector<bool>> Queue::extend_batch(std::span<const LeasedRef> refs,
     if (auto ok = validate_ref(ref.token); !ok) return fail_with(ok.error());
   }
   if (refs.empty()) return std::vector<bool>{};
-  return state_->engine->extend(refs, lease_duration);
+  auto held = state_->noted(state_->engine->extend(refs, lease_duration));
+  if (!held) return held;
+  for (std::size_t i = 0; i < refs.size() && i < held->size(); ++i) {
+    if (!(*held)[i]) state_->metrics->settled(refs[i].id, detail::Outcome::kLeaseLost);
+  }
+  return held;
 }
 
 Result<std::vector<bool>> Queue::leases_held(std::span<const LeasedRef> refs) {
@@ -253,16 +305,21 @@ Result<std::vector<bool>> Queue::leases_held(std::span<const LeasedRef> refs) {
     if (auto ok = validate_ref(ref.token); !ok) return fail_with(ok.error());
   }
   if (refs.empty()) return std::vector<bool>{};
-  return state_->engine->held(refs);
+  return state_->noted(state_->engine->held(refs));
 }
 
 Status Queue::release(JobId id, const LeaseToken& token, Duration delay) {
   if (auto ok = validate_ref(token); !ok) return ok;
   if (auto ok = detail::validate_non_negative_duration(delay, "release delay"); !ok) return ok;
   LeasedRef ref{id, token};
-  auto accepted = state_->engine->release(std::span<const LeasedRef>(&ref, 1), delay);
+  auto accepted =
+      state_->noted(state_->engine->release(std::span<const LeasedRef>(&ref, 1), delay));
   if (!accepted) return fail_with(accepted.error());
-  if (!accepted->front()) return lease_lost(id);
+  if (!accepted->front()) {
+    state_->metrics->settled(id, detail::Outcome::kLeaseLost);
+    return lease_lost(id);
+  }
+  state_->metrics->forget(id);
   return {};
 }
 
@@ -271,12 +328,14 @@ Result<bool> Queue::wait_for_work(std::string_view queue, Duration timeout) {
   if (auto ok = detail::validate_non_negative_duration(timeout, "timeout"); !ok) {
     return fail_with(ok.error());
   }
-  return state_->engine->wait_for_work(queue, timeout);
+  return state_->noted(state_->engine->wait_for_work(queue, timeout));
 }
 
 Result<std::int64_t> Queue::rescue_expired(std::string_view queue) {
   if (auto ok = validate_queue_name(queue); !ok) return fail_with(ok.error());
-  return state_->engine->rescue_expired(queue);
+  auto rescued = state_->noted(state_->engine->rescue_expired(queue));
+  if (rescued) state_->metrics->rescued(queue, *rescued);
+  return rescued;
 }
 
 Result<std::int64_t> Queue::rescue_expired_all() {
@@ -285,8 +344,9 @@ Result<std::int64_t> Queue::rescue_expired_all() {
   std::int64_t total = 0;
   for (const QueueStats& s : *stats) {
     if (s.expired == 0) continue;
-    auto rescued = state_->engine->rescue_expired(s.queue);
+    auto rescued = state_->noted(state_->engine->rescue_expired(s.queue));
     if (!rescued) return fail_with(rescued.error());
+    state_->metrics->rescued(s.queue, *rescued);
     total += *rescued;
   }
   return total;
@@ -428,7 +488,8 @@ Result<bool> Queue::claim_task(std::string_view task, Duration interval, std::st
   if (auto ok = detail::validate_positive_duration(interval, "task interval"); !ok) {
     return fail_with(ok.error());
   }
-  return state_->engine->claim_task(task, interval, by.substr(0, detail::kMaxWorkerIdBytes));
+  return state_->noted(
+      state_->engine->claim_task(task, interval, by.substr(0, detail::kMaxWorkerIdBytes)));
 }
 
 Result<TimePoint> Queue::now() {
@@ -465,6 +526,34 @@ Result<Job> Queue::get(JobId id) {
   if (!job) return fail_with(job.error());
   if (!*job) return fail_with(Error::not_found("no job with id " + std::to_string(id)));
   return std::move(**job);
+}
+
+Status Queue::flush_metrics() {
+  if (!state_->metrics->enabled()) return {};
+  return state_->flush();
+}
+
+Result<std::vector<MetricSample>> Queue::metrics() {
+  return state_->engine->metrics();
+}
+
+Status Queue::report_worker(const WorkerProcess& worker) {
+  if (worker.name.empty() || worker.name.size() > detail::kMaxWorkerIdBytes) {
+    return fail_with(Error::invalid_argument("worker name must be 1 to " +
+                                             std::to_string(detail::kMaxWorkerIdBytes) + " bytes"));
+  }
+  for (const auto& queue : worker.queues) {
+    if (auto ok = validate_queue_name(queue); !ok) return ok;
+  }
+  return state_->noted(state_->engine->upsert_worker(worker, kForgetWorkerAfter));
+}
+
+Status Queue::forget_worker(std::string_view name) {
+  return state_->noted(state_->engine->delete_worker(name));
+}
+
+Result<std::vector<WorkerProcess>> Queue::workers() {
+  return state_->engine->list_workers();
 }
 
 }  // namespace readpast

@@ -77,6 +77,10 @@ struct QueueOptions {
   bool read_only = false;
   // Where warnings go (e.g. "database busy, retrying"). Default: nowhere.
   Logger logger;
+  // The counters and histograms a Queue records (docs/metrics.md) are added to the
+  // database's totals this often: by the first settling call after the interval, and by
+  // every flush_metrics(). Zero: this Queue records none. Default: 10s.
+  Duration metrics_interval = std::chrono::seconds(10);
 };
 
 // What lease takes. Default: one job, 30s lease.
@@ -144,6 +148,28 @@ struct FinishedCounts {
   std::string queue;
   std::int64_t succeeded = 0;
   std::int64_t dead = 0;
+};
+
+// One stored metric series (Queue::metrics): the sum over every process that flushed it of
+// a count, or for a histogram's _sum of a time in microseconds (integers add exactly).
+struct MetricSample {
+  std::string name;         // e.g. "readpast_jobs_completed_total"
+  std::string queue;        // empty when the series has no queue label
+  std::string label;        // the series' other label ("le", "kind"); empty when none
+  std::string label_value;  // e.g. "0.25" or "+Inf" for le
+  std::int64_t value = 0;
+};
+
+// A worker process as it last reported itself (Queue::report_worker); the dashboard's
+// workers page.
+struct WorkerProcess {
+  std::string name;  // the worker id its leases carry (leased_by)
+  std::string host;
+  std::int64_t pid = 0;
+  std::vector<std::string> queues;
+  int threads = 0;
+  TimePoint started_at{};    // the database's clock at its first report
+  TimePoint heartbeat_at{};  // the database's clock at its latest report
 };
 
 // A periodic job: at every tick of `spec`, one job with this payload is enqueued — once,

@@ -137,6 +137,24 @@ class Queue {
   Result<std::vector<Job>> list(const ListRequest& request);
   Result<Job> get(JobId id);  // kNotFound when there is no such job
 
+  // Metrics (docs/metrics.md). A Queue counts the jobs it leased as they settle (completed,
+  // failed, dead, lease lost), rescues, database errors, and times runs, queue waits and
+  // lease round trips; it adds them to the database's totals (readpast_metrics) every
+  // options.metrics_interval, so that they outlive the jobs they count. flush_metrics adds
+  // what is pending now (a worker calls it before it exits).
+  Status flush_metrics();
+  // The totals every process has flushed, one entry per series.
+  Result<std::vector<MetricSample>> metrics();
+
+  // Worker processes (the dashboard's workers page): report_worker records one with the
+  // database's clock as its heartbeat (and forgets every process whose last report is
+  // older than kForgetWorkerAfter); a worker reports every few seconds and forgets itself
+  // when it stops.
+  static constexpr Duration kForgetWorkerAfter = std::chrono::hours(1);
+  Status report_worker(const WorkerProcess& worker);
+  Status forget_worker(std::string_view name);
+  Result<std::vector<WorkerProcess>> workers();  // by name
+
   const QueueOptions& options() const noexcept;
 
  private:

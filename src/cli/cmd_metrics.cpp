@@ -1,5 +1,5 @@
-// readpast metrics — the queues' statistics in Prometheus text format, e.g. for a
-// node_exporter textfile collector or a scrape through a small wrapper.
+// readpast metrics — the queues' statistics and recorded counters in Prometheus text format, e.g.
+// for a node_exporter textfile collector or a scrape through a small wrapper.
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <optional>
@@ -18,20 +18,29 @@ Command add_metrics_command(CLI::App& parent) {
       "the oldest available job and whether the queue is paused, in the Prometheus text "
       "exposition format (gauges readpast_jobs{queue,state}, readpast_jobs_scheduled, "
       "readpast_jobs_expired, "
-      "readpast_queue_oldest_available_age_seconds, readpast_queue_paused).");
+      "readpast_queue_oldest_available_age_seconds, readpast_queue_paused); then the counters "
+      "and histograms that workers and servers recorded and flushed to the database "
+      "(readpast_jobs_completed_total, readpast_job_run_seconds and the rest of "
+      "docs/metrics.md), which outlive the jobs they count.");
   app->add_option("QUEUE", *queue_name, "Only this queue");
-  return {app, [queue_name](Session& session) -> CliStatus {
-            if (*queue_name) {
-              if (auto ok = check_queue_name(**queue_name); !ok) return ok;
-            }
-            auto queue = session.open_to_read();
-            if (!queue) return fail_cli(queue.error());
-            auto stats =
-                *queue_name ? queue->stats(std::string_view(**queue_name)) : queue->stats();
-            if (!stats) return fail_cli(failure(stats.error()));
-            session.console().write_stdout(detail::prometheus_text(*stats));
-            return {};
-          }};
+  return {
+      app, [queue_name](Session& session) -> CliStatus {
+        if (*queue_name) {
+          if (auto ok = check_queue_name(**queue_name); !ok) return ok;
+        }
+        auto queue = session.open_to_read();
+        if (!queue) return fail_cli(queue.error());
+        auto stats = *queue_name ? queue->stats(std::string_view(**queue_name)) : queue->stats();
+        if (!stats) return fail_cli(failure(stats.error()));
+        auto recorded = queue->metrics();
+        if (!recorded) return fail_cli(failure(recorded.error()));
+        if (*queue_name) {
+          std::erase_if(*recorded, [&](const MetricSample& m) { return m.queue != **queue_name; });
+        }
+        session.console().write_stdout(detail::prometheus_text(*stats) +
+                                       detail::prometheus_recorded_text(*recorded));
+        return {};
+      }};
 }
 
 }  // namespace readpast::cli

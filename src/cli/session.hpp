@@ -103,6 +103,7 @@ Command add_pause_command(CLI::App& parent);
 Command add_resume_command(CLI::App& parent);
 Command add_schedule_command(CLI::App& parent);
 Command add_metrics_command(CLI::App& parent);
+Command add_workers_command(CLI::App& parent);
 Command add_serve_command(CLI::App& parent);
 
 // The whole program: parses argv, runs the command, prints "readpast: <reason>" on

@@ -2,9 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdlib>
+#include <limits>
+#include <tuple>
 #include <utility>
+
+#include "core/queue_metrics.hpp"
 
 namespace readpast::detail {
 
@@ -69,6 +75,66 @@ std::string prometheus_text(const std::vector<QueueStats>& stats) {
   for (const auto& s : stats) {
     out += fmt::format("readpast_queue_paused{{queue=\"{}\"}} {}\n", prometheus_label(s.queue),
                        s.paused ? 1 : 0);
+  }
+  return out;
+}
+
+namespace {
+
+std::string series_labels(const MetricSample& sample) {
+  std::string labels;
+  auto add = [&](std::string_view name, std::string_view value) {
+    labels += labels.empty() ? "{" : ",";
+    labels += fmt::format("{}=\"{}\"", name, prometheus_label(value));
+  };
+  if (!sample.queue.empty()) add("queue", sample.queue);
+  if (!sample.label.empty()) add(sample.label, sample.label_value);
+  if (!labels.empty()) labels += "}";
+  return labels;
+}
+
+double bucket_bound(const std::string& le) {
+  if (le == "+Inf") return std::numeric_limits<double>::infinity();
+  return std::strtod(le.c_str(), nullptr);
+}
+
+}  // namespace
+
+std::string prometheus_recorded_text(const std::vector<MetricSample>& samples) {
+  std::string out;
+  for (const MetricFamily& family : recorded_metric_families()) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", family.name, family.help, family.name,
+                       family.type);
+    if (family.type != "histogram") {
+      for (const MetricSample& s : samples) {
+        if (s.name == family.name)
+          out += fmt::format("{}{} {}\n", s.name, series_labels(s), s.value);
+      }
+      continue;
+    }
+    const std::string bucket = fmt::format("{}_bucket", family.name);
+    const std::string sum = fmt::format("{}_sum", family.name);
+    const std::string count = fmt::format("{}_count", family.name);
+    std::vector<const MetricSample*> rows;
+    for (const MetricSample& s : samples) {
+      if (s.name == bucket || s.name == sum || s.name == count) rows.push_back(&s);
+    }
+    // Per queue: the buckets by bound, then _sum, then _count.
+    auto rank = [&](const MetricSample* s) {
+      const int part = s->name == bucket ? 0 : s->name == sum ? 1 : 2;
+      return std::tuple<const std::string&, int, double>(
+          s->queue, part, part == 0 ? bucket_bound(s->label_value) : 0.0);
+    };
+    std::sort(rows.begin(), rows.end(),
+              [&](const MetricSample* a, const MetricSample* b) { return rank(a) < rank(b); });
+    for (const MetricSample* s : rows) {
+      if (s->name == sum) {
+        out += fmt::format("{}{} {}\n", s->name, series_labels(*s),
+                           static_cast<double>(s->value) / 1e6);
+      } else {
+        out += fmt::format("{}{} {}\n", s->name, series_labels(*s), s->value);
+      }
+    }
   }
   return out;
 }

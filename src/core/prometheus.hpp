@@ -19,6 +19,13 @@ namespace readpast::detail {
 
 std::string prometheus_text(const std::vector<QueueStats>& stats);
 
+// The counters and histograms processes recorded and flushed (Queue::metrics), every
+// family of core/queue_metrics.hpp with its HELP and TYPE lines; a histogram's _sum, stored
+// in microseconds, in seconds.
+//   readpast_jobs_completed_total{queue="emails"} 5400
+//   readpast_job_run_seconds_bucket{queue="emails",le="0.25"} 5311
+std::string prometheus_recorded_text(const std::vector<MetricSample>& samples);
+
 // A label value with \, " and newlines escaped as the format requires.
 std::string prometheus_label(std::string_view value);
 

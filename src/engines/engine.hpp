@@ -123,6 +123,16 @@ class Engine {
   virtual Result<bool> claim_task(std::string_view task, Duration interval,
                                   std::string_view by) = 0;
   virtual Result<TimePoint> now() = 0;
+
+  // Adds each row's value to its series' stored total (creating it at the value); rows come
+  // sorted by series and each series once, so concurrent flushes lock in one order.
+  virtual Status add_metrics(std::span<const MetricSample> rows) = 0;
+  virtual Result<std::vector<MetricSample>> metrics() = 0;
+  // Records the worker (heartbeat_at = now; started_at = now unless the same host and pid
+  // reported before) and deletes the workers whose heartbeat is older than forget_after.
+  virtual Status upsert_worker(const WorkerProcess& worker, Duration forget_after) = 0;
+  virtual Status delete_worker(std::string_view name) = 0;
+  virtual Result<std::vector<WorkerProcess>> list_workers() = 0;
 };
 
 }  // namespace readpast::detail

@@ -57,12 +57,20 @@ void Maintenance::loop() {
         }
       }
     }
+    // What the server's Queue counted (rescues, HTTP workers' jobs) joins the database's
+    // totals; a failed flush keeps its counts for the next one.
+    if (Clock::now() >= next_metrics_flush_) {
+      (void)queue_.flush_metrics();
+      next_metrics_flush_ = Clock::now() + queue_.options().metrics_interval;
+    }
     lock.lock();
     // A zero rescue interval means "every lease" to a Queue; here it must not mean a spin.
     wake_.wait_for(lock,
                    std::max<Duration>(options_.rescue_interval, std::chrono::milliseconds(10)),
                    [this] { return stopping_; });
   }
+  lock.unlock();
+  (void)queue_.flush_metrics();
 }
 
 Status Maintenance::refresh_queues() {

@@ -75,6 +75,7 @@ class Maintenance {
   Clock::time_point next_refresh_{};
   std::map<std::string, Clock::time_point, std::less<>> next_retention_;  // per queue
   Clock::time_point next_retention_round_{};
+  Clock::time_point next_metrics_flush_{};  // used by loop() only
 
   std::mutex mu_;
   std::condition_variable wake_;  // with mu_: a stop

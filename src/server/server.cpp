@@ -123,7 +123,10 @@ HttpResponse Server::Impl::healthz() {
 HttpResponse Server::Impl::metrics() {
   auto stats = queue.stats();
   if (!stats) return error_response(stats.error());
+  auto recorded = queue.metrics();
+  if (!recorded) return error_response(recorded.error());
   std::string body = detail::prometheus_text(*stats);
+  body += detail::prometheus_recorded_text(*recorded);
   body += request_metrics.render(http ? http->in_flight() : 0);
   return {200, "text/plain; version=0.0.4; charset=utf-8", std::move(body), {}};
 }
@@ -146,6 +149,7 @@ Result<std::unique_ptr<Server>> Server::bind(Queue& queue, ServerOptions options
   add_job_routes(s.router, queue);
   add_queue_routes(s.router, queue, s.throughput);
   add_schedule_routes(s.router, queue);
+  add_worker_process_routes(s.router, queue);
   add_dashboard_routes(s.router);
 
   auto http = HttpService::bind(s.options.listen, s.options.limits, s);

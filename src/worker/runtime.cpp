@@ -1,5 +1,7 @@
 #include "worker/runtime.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <exception>
 #include <functional>
@@ -8,6 +10,7 @@
 
 #include "core/log.hpp"
 #include "core/schedule_spec.hpp"
+#include "worker/host_name.hpp"
 #include "worker/refill.hpp"
 #include "worker/retention_turn.hpp"
 
@@ -23,6 +26,8 @@ constexpr auto kHeartbeatRetry = std::chrono::seconds(1);
 // still hold, so that a cancelled job's handler is stopped (its command sent SIGTERM) within
 // about this long, not at the next extend, a third of the lease later.
 constexpr auto kLeaseCheck = std::chrono::milliseconds(400);
+// How often a worker reports itself (the dashboard's heartbeat age) and flushes its metrics.
+constexpr auto kReportInterval = std::chrono::seconds(5);
 // How much of a job's error goes into a log line (a command's stderr was shown already).
 constexpr std::size_t kLoggedErrorBytes = 200;
 // At most this many jobs are completed by one statement.
@@ -204,6 +209,7 @@ Status Runtime::run() {
   threads.start([this] { complete_loop(); });
   threads.start([this] { heartbeat_loop(); });
   threads.start([this] { timer_loop(); });
+  threads.start([this] { report_loop(); });
   if (options_.run_schedules || options_.retention_interval) {
     threads.start([this] { maintenance_loop(); });
   }
@@ -757,6 +763,37 @@ void Runtime::timer_loop() {
       timer_cv_.wait(lock);
     }
   }
+}
+
+// --- the process's heartbeat and metrics ---
+
+WorkerProcess Runtime::describe_process() const {
+  WorkerProcess process;
+  process.name = options_.worker_id;
+  process.host = host_name();
+  process.pid = ::getpid();
+  for (const Lane& lane : lanes_) {
+    process.queues.push_back(lane.setup.queue);
+    process.threads += lane.setup.config.concurrency;
+  }
+  return process;
+}
+
+void Runtime::report_loop() {
+  const WorkerProcess process = describe_process();
+  std::unique_lock lock(mu_);
+  while (!threads_exit_) {
+    lock.unlock();
+    // Both are best effort: an outage is logged by the calls that need the database.
+    (void)queue_.report_worker(process);
+    (void)queue_.flush_metrics();
+    lock.lock();
+    cv_.wait_for(lock, kReportInterval, [&] { return threads_exit_; });
+  }
+  lock.unlock();
+  // Every job is settled by now: what they counted goes out before the process does.
+  (void)queue_.flush_metrics();
+  (void)queue_.forget_worker(process.name);
 }
 
 // --- maintenance: schedules and retention ---

@@ -141,6 +141,10 @@ class Runtime {
   void heartbeat_loop();
   void timer_loop();
   void maintenance_loop();
+  // Reports this process (Queue::report_worker) and flushes the Queue's metrics every few
+  // seconds; at the end, flushes them once more and forgets the process.
+  void report_loop();
+  WorkerProcess describe_process() const;
   // Takes the retention turn of each lane whose next try has come; sets its next try.
   void run_retention(std::vector<Clock::time_point>& next_retention);
 

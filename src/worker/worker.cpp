@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/validate.hpp"
+#include "worker/host_name.hpp"
 #include "worker/runtime.hpp"
 
 namespace readpast {
@@ -65,11 +66,7 @@ Status validate(const WorkerOptions& options) {
 }  // namespace
 
 std::string default_worker_id() {
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') {
-    return "localhost/" + std::to_string(::getpid());
-  }
-  return std::string(host) + "/" + std::to_string(::getpid());
+  return worker::host_name() + "/" + std::to_string(::getpid());
 }
 
 struct Worker::State {

@@ -308,8 +308,9 @@ TEST_F(CliTest, HelpAndVersionExitZero) {
   }
   // Every command has a help of its own, listed in the top-level help.
   const auto top = run_readpast(dir_.path(), {"--help"}).out;
-  for (const std::string command : {"init", "enqueue", "work", "stats", "list", "show", "retry",
-                                    "cancel", "purge", "pause", "resume", "schedule", "metrics"}) {
+  for (const std::string command :
+       {"init", "enqueue", "work", "stats", "list", "show", "retry", "cancel", "purge", "pause",
+        "resume", "schedule", "metrics", "rescue", "workers"}) {
     EXPECT_NE(top.find("  " + command), std::string::npos) << command << " is not listed";
     auto r = run_readpast(dir_.path(), {command, "--help"});
     EXPECT_EQ(r.exit_code, 0) << command << ": " << r.err;

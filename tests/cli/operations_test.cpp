@@ -208,6 +208,64 @@ TEST_F(CliTest, MetricsArePrometheusText) {
   }
 }
 
+TEST_F(CliTest, WorkersListRunningProcessesAndMetricsCountTheirJobsPastRetention) {
+  for (int i = 0; i < 3; ++i) enqueue("q", "ok");
+  enqueue("q", "fail", {"--max-attempts", "1"});
+  auto worker = start({"work", "q", "--exec", "grep -q fail && exit 1; sleep 0.4", "--concurrency",
+                       "2", "--no-progress"});
+  nlohmann::json seen;
+  bool busy = false;
+  for (int i = 0; i < 200 && !busy; ++i) {
+    auto r = rp({"workers", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    seen = nlohmann::json::parse(r.out);
+    busy = seen["workers"].size() == 1 && !seen["workers"][0]["jobs"].empty();
+    if (!busy) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ASSERT_TRUE(busy) << seen.dump();
+  const auto& w = seen["workers"][0];
+  EXPECT_EQ(w["queues"], nlohmann::json::array({"q"}));
+  EXPECT_EQ(w["threads"], 2);
+  EXPECT_LT(w["heartbeat_age_s"].get<double>(), 10.0);
+  EXPECT_EQ(w["running"], w["jobs"].size());
+  EXPECT_EQ(w["jobs"][0]["queue"], "q");
+  auto table = rp({"workers"});
+  EXPECT_NE(table.out.find("HEARTBEAT"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find(w["name"].get<std::string>()), std::string::npos) << table.out;
+
+  bool finished = false;
+  for (int i = 0; i < 400 && !finished; ++i) {
+    auto s = stats("q");
+    finished = s["succeeded"] == 3 && s["dead"] == 1;
+    if (!finished) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ASSERT_TRUE(finished);
+  worker->send_signal(SIGTERM);
+  ASSERT_EQ(worker->wait(std::chrono::seconds(20)).exit_code, 0);
+  // A clean stop forgets the process and flushes what it counted.
+  EXPECT_TRUE(nlohmann::json::parse(rp({"workers", "--json"}).out)["workers"].empty());
+  EXPECT_EQ(rp({"workers"}).out, "no worker reported in the last hour\n");
+  ASSERT_EQ(rp({"purge", "q", "--state", "succeeded"}).exit_code, 0);
+  ASSERT_EQ(rp({"purge", "q", "--state", "dead"}).exit_code, 0);
+  auto metrics = rp({"metrics"});
+  ASSERT_EQ(metrics.exit_code, 0) << metrics.err;
+  EXPECT_EQ(metrics.out.find("readpast_jobs{queue=\"q\""), std::string::npos)
+      << "the purged queue has no jobs left to gauge\n"
+      << metrics.out;
+  EXPECT_NE(metrics.out.find("readpast_jobs_completed_total{queue=\"q\"} 3\n"), std::string::npos)
+      << metrics.out;
+  EXPECT_NE(metrics.out.find("readpast_jobs_dead_total{queue=\"q\"} 1\n"), std::string::npos);
+  EXPECT_NE(metrics.out.find("readpast_job_run_seconds_count{queue=\"q\"} 4\n"), std::string::npos);
+  EXPECT_NE(metrics.out.find("# TYPE readpast_job_wait_seconds histogram\n"), std::string::npos);
+  auto other = rp({"metrics", "other"});
+  EXPECT_EQ(other.out.find("readpast_jobs_completed_total{"), std::string::npos)
+      << "QUEUE filters the recorded series too";
+
+  auto bad = rp({"workers", "extra"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(is_one_line_reason(bad.err)) << bad.err;
+}
+
 TEST_F(CliTest, StatsWatchRefreshesWithRates) {
   for (int i = 0; i < 5; ++i) enqueue("q", "x");
   auto r = rp({"stats", "--watch", "--interval", "200ms", "--count", "3"});

@@ -142,16 +142,16 @@ TEST_F(SchemaTest, InitUpgradesADatabaseThatAnEarlierReleaseCreated) {
   EXPECT_EQ(leased[0].payload, "from release 1");
 }
 
-// Migration 6: a schedule records the job of its latest tick. A schedule of version 4 (which
+// Migration 6: a schedule records the job of its latest tick. A schedule of version 5 (which
 // had ticked) keeps its definition and tick; its last job is unknown until it ticks again.
-TEST_F(SchemaTest, ASchedulesLastJobIsRecordedAfterAnUpgradeFrom4) {
+TEST_F(SchemaTest, ASchedulesLastJobIsRecordedAfterAnUpgradeFrom5) {
   const auto schema = must(detail::pg::SchemaName::parse("readpast"));
   const detail::pg::Sql statements(schema);
   {
     SqlConnection db(url_);
     db.script(statements.create_schema.sql);
-    for (int m = 0; m < 4; ++m) db.script(statements.migrations[static_cast<std::size_t>(m)]);
-    db.exec("INSERT INTO readpast.schema_version (version) VALUES (1), (2), (3), (4)");
+    for (int m = 0; m < 5; ++m) db.script(statements.migrations[static_cast<std::size_t>(m)]);
+    db.exec("INSERT INTO readpast.schema_version (version) VALUES (1), (2), (3), (4), (5)");
     db.exec(
         "INSERT INTO readpast.schedules (name, queue, spec, payload, created_at, last_tick_at) "
         "VALUES ('beat', 'ticks', 'every 1m', 'p', 'epoch', 'epoch'::timestamptz + "

@@ -241,6 +241,74 @@ TEST_P(AdminApiTest, MetricsArePrometheusTextAndHealthzAsksTheDatabase) {
   EXPECT_EQ(health.json["status"], "ok");
 }
 
+TEST_P(AdminApiTest, MetricsCountJobsWorkedThroughTheApiPastRetention) {
+  dead_job("m");
+  const std::int64_t id = enqueue("m");
+  Json leased = lease_one("m");
+  ASSERT_EQ(leased["id"], id);
+  Reply done = post("/api/jobs/" + std::to_string(id) + "/complete",
+                    {{"lease_token", leased["lease_token"]}});
+  ASSERT_EQ(done.status, 200) << done.body;
+  // The server flushes what it counted when it stops (and every metrics_interval).
+  restart(options());
+  for (const char* state : {"succeeded", "dead"}) {
+    Reply purged = post("/api/queues/m/purge", {{"state", state}});
+    ASSERT_EQ(purged.status, 200) << purged.body;
+  }
+  Reply metrics = get("/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  EXPECT_EQ(metrics.body.find("readpast_jobs{queue=\"m\""), std::string::npos) << metrics.body;
+  for (const char* line :
+       {"# TYPE readpast_jobs_completed_total counter\n",
+        "readpast_jobs_completed_total{queue=\"m\"} 1\n",
+        "readpast_jobs_failed_total{queue=\"m\"} 1\n", "readpast_jobs_dead_total{queue=\"m\"} 1\n",
+        "readpast_job_run_seconds_count{queue=\"m\"} 2\n",
+        "readpast_job_wait_seconds_bucket{queue=\"m\",le=\"+Inf\"} 2\n",
+        "readpast_lease_seconds_count{queue=\"m\"} 2\n"}) {
+    EXPECT_NE(metrics.body.find(line), std::string::npos) << line << "\n" << metrics.body;
+  }
+}
+
+TEST_P(AdminApiTest, WorkersListsReportedProcessesWithTheJobsTheyRun) {
+  Reply none = get("/api/workers");
+  ASSERT_EQ(none.status, 200) << none.body;
+  EXPECT_TRUE(none.json["workers"].empty());
+  EXPECT_TRUE(none.json.contains("database_time"));
+
+  WorkerProcess process;
+  process.name = "host-a/42";
+  process.host = "host-a";
+  process.pid = 42;
+  process.queues = {"mail", "sms"};
+  process.threads = 3;
+  ASSERT_TRUE(queue().report_worker(process));
+  const std::int64_t id = enqueue("mail");
+  enqueue("mail");
+  auto leased = queue().lease(LeaseRequest{"mail", "host-a/42", 1, 30s});
+  ASSERT_TRUE(leased && leased->size() == 1u);
+  lease_one("mail");  // leased by a worker that never reported: not listed
+
+  Reply r = get("/api/workers");
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(r.json["workers"].size(), 1u) << r.body;
+  const Json& w = r.json["workers"][0];
+  EXPECT_EQ(w["name"], "host-a/42");
+  EXPECT_EQ(w["host"], "host-a");
+  EXPECT_EQ(w["pid"], 42);
+  EXPECT_EQ(w["queues"], Json::array({"mail", "sms"}));
+  EXPECT_EQ(w["threads"], 3);
+  EXPECT_GE(w["heartbeat_age_s"].get<double>(), 0.0);
+  EXPECT_LT(w["heartbeat_age_s"].get<double>(), 10.0);
+  EXPECT_EQ(w["running"], 1);
+  ASSERT_EQ(w["jobs"].size(), 1u);
+  EXPECT_EQ(w["jobs"][0]["id"], id);
+  EXPECT_EQ(w["jobs"][0]["queue"], "mail");
+  EXPECT_GE(w["jobs"][0]["running_for_s"].get<double>(), 0.0);
+  for (const char* field : {"started_at", "heartbeat_at"}) {
+    EXPECT_TRUE(w[field].is_string()) << field;
+  }
+}
+
 TEST_P(AdminApiTest, UnknownPathsAndMethodsAreJsonErrors) {
   Reply missing = get("/api/nothing");
   EXPECT_EQ(missing.status, 404);

@@ -355,6 +355,7 @@ TEST_F(SqliteEngineTest, RunningJobsHaveNoEntryInTheQueueStateIndexAfterAnUpgrad
       "INSERT INTO readpast_jobs (queue, state, run_at, enqueued_at, lease_token, "
       "lease_expires_at) VALUES ('q', 'running', 0, 0, 'aa', 9000000000000000)");
   Queue queue = init();
+  // Upgraded through 4 to the latest version.
   EXPECT_EQ(raw.scalar("SELECT max(version) FROM readpast_schema_version"),
             std::to_string(sqlite::kSchemaVersion));
   NewJob job;
@@ -379,10 +380,10 @@ TEST_F(SqliteEngineTest, RunningJobsHaveNoEntryInTheQueueStateIndexAfterAnUpgrad
 }
 
 }  // namespace
-// Schema version 6: a schedule records the job of its latest tick. A schedule of version 4
+// Schema version 6: a schedule records the job of its latest tick. A schedule of version 5
 // (which had ticked) keeps its definition and tick; its last job is unknown until it ticks.
-TEST_F(SqliteEngineTest, ASchedulesLastJobIsRecordedAfterAnUpgradeFrom4) {
-  ASSERT_NO_FATAL_FAILURE(create_as_release(4));
+TEST_F(SqliteEngineTest, ASchedulesLastJobIsRecordedAfterAnUpgradeFrom5) {
+  ASSERT_NO_FATAL_FAILURE(create_as_release(5));
   RawDb raw(path());
   raw.scalar(
       "INSERT INTO readpast_schedules (name, queue, spec, payload, priority, max_attempts, "

@@ -25,6 +25,7 @@
 
 #include "core/handout_order.hpp"
 #include "core/log.hpp"
+#include "core/queue_list.hpp"
 #include "core/schema_policy.hpp"
 #include "core/url.hpp"
 #include "engines/engine_registry.hpp"
@@ -695,6 +696,93 @@ class MariadbEngine final : public Engine {
       if (!ok) return fail_with(ok.error());
       return true;
     });
+  }
+
+  Status add_metrics(std::span<const MetricSample> rows) override {
+    auto done = write<bool>([&](Connection& c) -> Result<bool> {
+      using Q = sql::add_metric;
+      for (const MetricSample& row : rows) {
+        auto ok = c.run<Q>(c.params<Q>()
+                               .set(Q::name, row.name)
+                               .set(Q::queue, row.queue)
+                               .set(Q::label, row.label)
+                               .set(Q::label_value, row.label_value)
+                               .set(Q::value, row.value));
+        if (!ok) return fail_with(ok.error());
+      }
+      return true;
+    });
+    if (!done) return fail_with(done.error());
+    return {};
+  }
+
+  Result<std::vector<MetricSample>> metrics() override {
+    return with_connection<std::vector<MetricSample>>(
+        true, [&](Connection& c) -> Result<std::vector<MetricSample>> {
+          auto rows = c.query(sql::read_metrics::text);
+          if (!rows) return fail_with(rows.error());
+          std::vector<MetricSample> samples;
+          samples.reserve(rows->size());
+          for (std::size_t r = 0; r < rows->size(); ++r) {
+            samples.push_back(MetricSample{
+                std::string(rows->text(r, 0)), std::string(rows->text(r, 1)),
+                std::string(rows->text(r, 2)), std::string(rows->text(r, 3)), rows->int64(r, 4)});
+          }
+          return samples;
+        });
+  }
+
+  Status upsert_worker(const WorkerProcess& worker, Duration forget_after) override {
+    auto done = write<bool>([&](Connection& c) -> Result<bool> {
+      using Q = sql::upsert_worker;
+      auto ok = c.run<Q>(c.params<Q>()
+                             .set_bytes(Q::name, worker.name)
+                             .set_bytes(Q::host, worker.host)
+                             .set(Q::pid, worker.pid)
+                             .set(Q::queues, join_queue_names(worker.queues))
+                             .set(Q::threads, worker.threads));
+      if (!ok) return fail_with(ok.error());
+      using F = sql::forget_stale_workers;
+      if (auto forgot = c.run<F>(c.params<F>().set(F::forget_us, micros(forget_after))); !forgot) {
+        return fail_with(forgot.error());
+      }
+      return true;
+    });
+    if (!done) return fail_with(done.error());
+    return {};
+  }
+
+  Status delete_worker(std::string_view name) override {
+    auto done = write<bool>([&](Connection& c) -> Result<bool> {
+      using Q = sql::delete_worker;
+      if (auto ok = c.run<Q>(c.params<Q>().set_bytes(Q::name, name)); !ok) {
+        return fail_with(ok.error());
+      }
+      return true;
+    });
+    if (!done) return fail_with(done.error());
+    return {};
+  }
+
+  Result<std::vector<WorkerProcess>> list_workers() override {
+    return with_connection<std::vector<WorkerProcess>>(
+        true, [&](Connection& c) -> Result<std::vector<WorkerProcess>> {
+          auto rows = c.query(sql::list_workers::text);
+          if (!rows) return fail_with(rows.error());
+          std::vector<WorkerProcess> workers;
+          for (std::size_t r = 0; r < rows->size(); ++r) {
+            WorkerProcess worker;
+            worker.name = std::string(rows->text(r, 0));
+            worker.host = std::string(rows->text(r, 1));
+            worker.pid = rows->int64(r, 2);
+            worker.queues = split_queue_names(rows->text(r, 3));
+            worker.threads = static_cast<int>(rows->int64(r, 4));
+            worker.started_at = to_time(rows->int64(r, 5));
+            worker.heartbeat_at = to_time(rows->int64(r, 6));
+            workers.push_back(std::move(worker));
+          }
+          return workers;
+        });
   }
 
   Result<TimePoint> now() override {

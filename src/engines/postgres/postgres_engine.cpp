@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/handout_order.hpp"
+#include "core/queue_list.hpp"
 #include "core/random_bytes.hpp"
 #include "core/schema_policy.hpp"
 #include "core/url.hpp"
@@ -532,6 +533,77 @@ class PostgresEngine final : public Engine {
     auto rows = exec(sql_.now, Params(pg::sql::now::param_count));
     if (!rows) return fail_with(rows.error());
     return rows->timestamptz(0, 0);
+  }
+
+  Status add_metrics(std::span<const MetricSample> rows) override {
+    using S = pg::sql::add_metrics;
+    ArrayParam names(Oid::kText), queues(Oid::kText), labels(Oid::kText), label_values(Oid::kText),
+        values(Oid::kInt8);
+    for (const MetricSample& row : rows) {
+      names.add(row.name);
+      queues.add(row.queue);
+      labels.add(row.label);
+      label_values.add(row.label_value);
+      values.add(pg::encode_int8(row.value));
+    }
+    auto done = exec(sql_.add_metrics, Params(S::param_count)
+                                           .array(S::names, names)
+                                           .array(S::queues, queues)
+                                           .array(S::labels, labels)
+                                           .array(S::label_values, label_values)
+                                           .array(S::values, values));
+    if (!done) return fail_with(done.error());
+    return {};
+  }
+
+  Result<std::vector<MetricSample>> metrics() override {
+    auto rows = exec(sql_.read_metrics, Params(pg::sql::read_metrics::param_count));
+    if (!rows) return fail_with(rows.error());
+    std::vector<MetricSample> samples;
+    samples.reserve(static_cast<std::size_t>(rows->size()));
+    for (int r = 0; r < rows->size(); ++r) {
+      samples.push_back(MetricSample{rows->text(r, 0), rows->text(r, 1), rows->text(r, 2),
+                                     rows->text(r, 3), rows->int8(r, 4)});
+    }
+    return samples;
+  }
+
+  Status upsert_worker(const WorkerProcess& worker, Duration forget_after) override {
+    using S = pg::sql::upsert_worker;
+    auto done = exec(sql_.upsert_worker, Params(S::param_count)
+                                             .text(S::name, sanitize_utf8(worker.name))
+                                             .text(S::host, sanitize_utf8(worker.host))
+                                             .int8(S::pid, worker.pid)
+                                             .text(S::queues, join_queue_names(worker.queues))
+                                             .int4(S::threads, worker.threads)
+                                             .int8(S::forget_us, forget_after.count()));
+    if (!done) return fail_with(done.error());
+    return {};
+  }
+
+  Status delete_worker(std::string_view name) override {
+    using S = pg::sql::delete_worker;
+    auto done = exec(sql_.delete_worker, Params(S::param_count).text(S::name, sanitize_utf8(name)));
+    if (!done) return fail_with(done.error());
+    return {};
+  }
+
+  Result<std::vector<WorkerProcess>> list_workers() override {
+    auto rows = exec(sql_.list_workers, Params(pg::sql::list_workers::param_count));
+    if (!rows) return fail_with(rows.error());
+    std::vector<WorkerProcess> workers;
+    for (int r = 0; r < rows->size(); ++r) {
+      WorkerProcess worker;
+      worker.name = rows->text(r, 0);
+      worker.host = rows->text(r, 1);
+      worker.pid = rows->int8(r, 2);
+      worker.queues = split_queue_names(rows->text(r, 3));
+      worker.threads = rows->int4(r, 4);
+      worker.started_at = rows->timestamptz(r, 5);
+      worker.heartbeat_at = rows->timestamptz(r, 6);
+      workers.push_back(std::move(worker));
+    }
+    return workers;
   }
 
  private:

@@ -124,6 +124,11 @@ Sql::Sql(const SchemaName& schema)
       enqueue_tick(make<sql::enqueue_tick>("enqueue_tick", schema)),
       enqueue_schedule_now(make<sql::enqueue_schedule_now>("enqueue_schedule_now", schema)),
       claim_task(make<sql::claim_task>("claim_task", schema)),
+      add_metrics(make<sql::add_metrics>("add_metrics", schema)),
+      read_metrics(make<sql::read_metrics>("read_metrics", schema)),
+      upsert_worker(make<sql::upsert_worker>("upsert_worker", schema)),
+      delete_worker(make<sql::delete_worker>("delete_worker", schema)),
+      list_workers(make<sql::list_workers>("list_workers", schema)),
       migrations(expand_migrations(schema)) {}
 
 Statement Sql::lease_with_limit(int max_jobs) const {

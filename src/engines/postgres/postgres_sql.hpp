@@ -93,6 +93,11 @@ struct Sql {
   Statement enqueue_tick;
   Statement enqueue_schedule_now;
   Statement claim_task;
+  Statement add_metrics;
+  Statement read_metrics;
+  Statement upsert_worker;
+  Statement delete_worker;
+  Statement list_workers;
 
   // migrations[v - 1] upgrades v - 1 → v; scripts, run by migrate() in its transaction.
   std::vector<std::string> migrations;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/handout_order.hpp"
+#include "core/queue_list.hpp"
 #include "engines/sqlite/sqlite_connection.hpp"
 #include "engines/sqlite/sqlite_schema.hpp"
 #include "engines/sqlite/sqlite_statements.hpp"
@@ -540,6 +541,102 @@ class SqliteEngine final : public Engine {
   }
 
   Result<TimePoint> now() override { return to_time(now_micros()); }
+
+  Status add_metrics(std::span<const MetricSample> rows) override {
+    auto added = write<bool>([&](Connection& c, std::int64_t) -> Result<bool> {
+      using Q = sql::add_metric;
+      for (const MetricSample& row : rows) {
+        auto statement = c.prepare(Q::text);
+        if (!statement) return fail_with(statement.error());
+        Statement& s = **statement;
+        s.bind(Q::name, std::string_view(row.name));
+        s.bind(Q::queue, std::string_view(row.queue));
+        s.bind(Q::label, std::string_view(row.label));
+        s.bind(Q::label_value, std::string_view(row.label_value));
+        s.bind(Q::value, row.value);
+        if (auto ok = run(s); !ok) return fail_with(ok.error());
+      }
+      return true;
+    });
+    if (!added) return fail_with(added.error());
+    return {};
+  }
+
+  Result<std::vector<MetricSample>> metrics() override {
+    return read<std::vector<MetricSample>>([&](Connection& c) -> Result<std::vector<MetricSample>> {
+      auto query = c.prepare(sql::read_metrics::text);
+      if (!query) return fail_with(query.error());
+      Statement& s = **query;
+      std::vector<MetricSample> rows;
+      while (true) {
+        auto row = s.step();
+        if (!row) return fail_with(row.error());
+        if (!*row) return rows;
+        rows.push_back(MetricSample{s.text(0), s.text(1), s.text(2), s.text(3), s.int64(4)});
+      }
+    });
+  }
+
+  Status upsert_worker(const WorkerProcess& worker, Duration forget_after) override {
+    auto done = write<bool>([&](Connection& c, std::int64_t now) -> Result<bool> {
+      using Q = sql::upsert_worker;
+      auto upsert = c.prepare(Q::text);
+      if (!upsert) return fail_with(upsert.error());
+      Statement& s = **upsert;
+      const std::string queues = join_queue_names(worker.queues);
+      s.bind(Q::name, std::string_view(worker.name));
+      s.bind(Q::host, std::string_view(worker.host));
+      s.bind(Q::pid, worker.pid);
+      s.bind(Q::queues, std::string_view(queues));
+      s.bind(Q::threads, worker.threads);
+      s.bind(Q::now, now);
+      if (auto ok = run(s); !ok) return fail_with(ok.error());
+      auto forget = c.prepare(sql::forget_stale_workers::text);
+      if (!forget) return fail_with(forget.error());
+      (*forget)->bind(sql::forget_stale_workers::before,
+                      now - static_cast<std::int64_t>(forget_after.count()));
+      if (auto ok = run(**forget); !ok) return fail_with(ok.error());
+      return true;
+    });
+    if (!done) return fail_with(done.error());
+    return {};
+  }
+
+  Status delete_worker(std::string_view name) override {
+    auto done = write<bool>([&](Connection& c, std::int64_t) -> Result<bool> {
+      auto statement = c.prepare(sql::delete_worker::text);
+      if (!statement) return fail_with(statement.error());
+      (*statement)->bind(sql::delete_worker::name, name);
+      if (auto ok = run(**statement); !ok) return fail_with(ok.error());
+      return true;
+    });
+    if (!done) return fail_with(done.error());
+    return {};
+  }
+
+  Result<std::vector<WorkerProcess>> list_workers() override {
+    return read<std::vector<WorkerProcess>>(
+        [&](Connection& c) -> Result<std::vector<WorkerProcess>> {
+          auto query = c.prepare(sql::list_workers::text);
+          if (!query) return fail_with(query.error());
+          Statement& s = **query;
+          std::vector<WorkerProcess> workers;
+          while (true) {
+            auto row = s.step();
+            if (!row) return fail_with(row.error());
+            if (!*row) return workers;
+            WorkerProcess worker;
+            worker.name = s.text(0);
+            worker.host = s.text(1);
+            worker.pid = s.int64(2);
+            worker.queues = split_queue_names(s.text(3));
+            worker.threads = static_cast<int>(s.int64(4));
+            worker.started_at = to_time(s.int64(5));
+            worker.heartbeat_at = to_time(s.int64(6));
+            workers.push_back(std::move(worker));
+          }
+        });
+  }
 
   Result<std::vector<bool>> held(std::span<const LeasedRef> refs) override {
     return read<std::vector<bool>>([&](Connection& c) -> Result<std::vector<bool>> {

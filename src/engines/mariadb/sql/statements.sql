@@ -411,3 +411,37 @@ SELECT EXISTS (SELECT 1 FROM readpast_jobs
                WHERE queue = :queue AND state = 'available'
                  AND run_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
    AND NOT EXISTS (SELECT 1 FROM readpast_queues WHERE name = :queue AND paused_at IS NOT NULL);
+
+-- name: add_metric
+-- One series of a flush (docs/metrics.md): its stored total grows by the value. A flush
+-- sends its series sorted, so that two flushes at once lock rows in the same order.
+INSERT INTO readpast_metrics (name, queue, label, label_value, value)
+  VALUES (:name, :queue, :label, :label_value, :value)
+  ON DUPLICATE KEY UPDATE value = value + VALUES(value);
+
+-- name: read_metrics
+SELECT name, queue, label, label_value, value FROM readpast_metrics
+  ORDER BY name, queue, label, label_value;
+
+-- name: upsert_worker
+-- A worker's heartbeat. started_at is kept while the same process reports again (it is
+-- assigned first, while host and pid still hold the stored values).
+INSERT INTO readpast_workers (name, host, pid, queues, threads, started_at, heartbeat_at)
+  VALUES (:name, :host, :pid, :queues, :threads,
+          CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED),
+          CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
+  ON DUPLICATE KEY UPDATE
+    started_at = IF(host = VALUES(host) AND pid = VALUES(pid), started_at, VALUES(started_at)),
+    host = VALUES(host), pid = VALUES(pid), queues = VALUES(queues),
+    threads = VALUES(threads), heartbeat_at = VALUES(heartbeat_at);
+
+-- name: forget_stale_workers
+DELETE FROM readpast_workers
+  WHERE heartbeat_at < CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) - :forget_us;
+
+-- name: delete_worker
+DELETE FROM readpast_workers WHERE name = :name;
+
+-- name: list_workers
+SELECT name, host, pid, queues, threads, started_at, heartbeat_at FROM readpast_workers
+  ORDER BY name;

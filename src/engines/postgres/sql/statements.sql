@@ -519,3 +519,41 @@ SET next_run_at = excluded.next_run_at, claimed_by = excluded.claimed_by,
     claimed_at = excluded.claimed_at
 WHERE t.next_run_at <= statement_timestamp()
 RETURNING t.task;
+
+-- name: add_metrics
+-- One flush (docs/metrics.md): each series' stored total grows by its value. The rows come
+-- sorted by series, so that two flushes at once lock them in the same order.
+INSERT INTO :"schema".metrics AS m (name, queue, label, label_value, value)
+SELECT r.name, r.queue, r.label, r.label_value, r.value
+FROM unnest(:names::text[], :queues::text[], :labels::text[], :label_values::text[],
+            :values::bigint[]) WITH ORDINALITY AS r(name, queue, label, label_value, value, ord)
+ORDER BY r.ord
+ON CONFLICT (name, queue, label, label_value) DO UPDATE SET value = m.value + excluded.value;
+
+-- name: read_metrics
+SELECT name, queue, label, label_value, value FROM :"schema".metrics
+ORDER BY name, queue, label, label_value;
+
+-- name: upsert_worker
+-- A worker's heartbeat, and the workers silent for longer than :forget_us forgotten.
+-- started_at is kept while the same process reports again.
+WITH forgotten AS (
+  DELETE FROM :"schema".workers
+  WHERE heartbeat_at < statement_timestamp() - :forget_us::bigint * interval '1 microsecond'
+    AND name <> :name::text
+)
+INSERT INTO :"schema".workers AS w (name, host, pid, queues, threads, started_at, heartbeat_at)
+VALUES (:name::text, :host::text, :pid::bigint, :queues::text, :threads::integer,
+        statement_timestamp(), statement_timestamp())
+ON CONFLICT (name) DO UPDATE
+SET started_at = CASE WHEN w.host = excluded.host AND w.pid = excluded.pid
+                      THEN w.started_at ELSE excluded.started_at END,
+    host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+    threads = excluded.threads, heartbeat_at = excluded.heartbeat_at;
+
+-- name: delete_worker
+DELETE FROM :"schema".workers WHERE name = :name::text;
+
+-- name: list_workers
+SELECT name, host, pid, queues, threads, started_at, heartbeat_at FROM :"schema".workers
+ORDER BY name;

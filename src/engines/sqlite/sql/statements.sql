@@ -297,3 +297,35 @@ PRAGMA data_version;
 SELECT EXISTS (SELECT 1 FROM readpast_jobs
                WHERE queue = :queue AND state = 'available' AND run_at <= :now)
    AND NOT EXISTS (SELECT 1 FROM readpast_queues WHERE name = :queue AND paused_at IS NOT NULL);
+
+-- name: add_metric
+-- One series of a flush (docs/metrics.md): its stored total grows by the value.
+INSERT INTO readpast_metrics (name, queue, label, label_value, value)
+  VALUES (:name, :queue, :label, :label_value, :value)
+  ON CONFLICT (name, queue, label, label_value) DO UPDATE
+  SET value = readpast_metrics.value + excluded.value;
+
+-- name: read_metrics
+SELECT name, queue, label, label_value, value FROM readpast_metrics
+  ORDER BY name, queue, label, label_value;
+
+-- name: upsert_worker
+-- A worker's heartbeat. started_at is kept while the same process reports again.
+INSERT INTO readpast_workers (name, host, pid, queues, threads, started_at, heartbeat_at)
+  VALUES (:name, :host, :pid, :queues, :threads, :now, :now)
+  ON CONFLICT (name) DO UPDATE
+  SET started_at = CASE WHEN readpast_workers.host = excluded.host
+                         AND readpast_workers.pid = excluded.pid
+                        THEN readpast_workers.started_at ELSE excluded.started_at END,
+      host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+      threads = excluded.threads, heartbeat_at = excluded.heartbeat_at;
+
+-- name: forget_stale_workers
+DELETE FROM readpast_workers WHERE heartbeat_at < :before;
+
+-- name: delete_worker
+DELETE FROM readpast_workers WHERE name = :name;
+
+-- name: list_workers
+SELECT name, host, pid, queues, threads, started_at, heartbeat_at FROM readpast_workers
+  ORDER BY name;
