@@ -4,13 +4,14 @@
 // command. Where a state is hard to hold still on a live server (an expired lease, which the
 // server itself rescues within seconds, or workers with a stale heartbeat), the page is fed a
 // fixed answer of the documented API with page.route(). Screenshots (schedules.png,
-// job-json.png, workers.png) are written to $READPAST_SCREENSHOTS (default: ./screenshots).
+// job-json.png, workers.png, workers-stale.png) are written to $READPAST_SCREENSHOTS
+// (default: ./screenshots).
 //
 //   READPAST_CLI=/path/to/readpast node --test pages.test.mjs
 import {after, before, test} from 'node:test';
 import assert from 'node:assert/strict';
 import {spawn} from 'node:child_process';
-import {mkdtempSync, mkdirSync, rmSync} from 'node:fs';
+import {mkdtempSync, mkdirSync, rmSync, writeFileSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import path from 'node:path';
 import {chromium} from 'playwright-core';
@@ -337,7 +338,7 @@ test('the workers page lists processes, their heartbeats and the jobs they run',
     assert.equal(await col('web-1/4242', 'heartbeat').locator('.stale-beat').count(), 0);
     assert.equal(await tab.locator('#workers-summary').innerText(), '3 processes · 3 of 14 threads busy');
     assert.equal(await tab.locator('nav a.current').innerText(), 'Workers');
-    await tab.screenshot({path: path.join(SHOTS, 'workers.png'), fullPage: true});
+    await tab.screenshot({path: path.join(SHOTS, 'workers-stale.png'), fullPage: true});
 
     await stop();
     // Worker names and queues are text, never markup.
@@ -358,5 +359,54 @@ test('the workers page lists processes, their heartbeats and the jobs they run',
     await tab.getByText('No workers are running.').waitFor();
   } finally {
     await tab.close();
+  }
+});
+
+test('the workers page shows a real worker process and the jobs it runs', async () => {
+  // Two jobs that run until the test lets them finish.
+  const gate = path.join(dir, 'go');
+  await readpast(['enqueue', 'crunch', 'a']);
+  await readpast(['enqueue', 'crunch', 'b']);
+  const worker = spawn(CLI, ['work', 'crunch', '--concurrency', '3', '--no-progress', '--exec',
+                             `while [ ! -e '${gate}' ]; do sleep 0.05; done`],
+                       {env, stdio: 'ignore'});
+  running.add(worker);
+  const stopped = new Promise((resolve) => worker.on('close', resolve));
+  try {
+    const reported = await eventually(
+        async () => (await api('GET', '/api/workers')).json.workers
+                        .find((w) => w.queues.includes('crunch')),
+        (w) => w && w.jobs.length === 2, 'the worker reports two running jobs');
+    assert.equal(reported.pid, worker.pid);
+
+    await page.goto(base + '/workers');
+    const row = page.locator(`tr[data-worker="${reported.name}"]`);
+    const col = (c) => row.locator(`td[data-col="${c}"]`);
+    await row.waitFor();
+    assert.equal(await col('name').innerText(), reported.name);
+    assert.match(await page.locator('#workers-summary').innerText(), /^1 process · 2 of 3 threads busy$/);
+    assert.equal(await col('queues').innerText(), 'crunch');
+    assert.equal(await col('threads').innerText(), '3');
+    assert.equal(await col('busy').innerText(), '2');
+    assert.match(await col('heartbeat').innerText(), /ago$/);
+    assert.equal(await row.getAttribute('class'), null, 'a live worker drawn as stale');
+    const ids = reported.jobs.map((j) => String(j.id)).sort();
+    const links = col('jobs').locator('li[data-job] a');
+    assert.equal(await links.count(), 2);
+    const shown = (await links.allInnerTexts()).sort();
+    assert.deepEqual(shown, ids);
+    assert.match(await col('jobs').locator('li').first().innerText(), /crunch · running for \d+s$/);
+    await page.screenshot({path: path.join(SHOTS, 'workers.png'), fullPage: true});
+
+    // A job's link leads to its page, which names the same worker.
+    await links.first().click();
+    await page.waitForURL(/\/jobs\/\d+$/);
+    await eventually(() => page.locator('[data-fact="worker"]').innerText(),
+                     (t) => t === reported.name, 'the job\'s worker');
+  } finally {
+    writeFileSync(gate, '');
+    worker.kill('SIGTERM');
+    await stopped;
+    running.delete(worker);
   }
 });

@@ -621,8 +621,8 @@ function workersPage(main) {
     const workers = data.workers || [];
     const busy = workers.reduce((n, w) => n + (w.jobs || []).length, 0);
     const threads = workers.reduce((n, w) => n + (w.threads || 0), 0);
-    summary.textContent = `${count(workers.length)} processes · ${count(busy)} of ` +
-                          `${count(threads)} threads busy`;
+    summary.textContent = `${count(workers.length)} process${workers.length === 1 ? '' : 'es'} · ` +
+                          `${count(busy)} of ${count(threads)} threads busy`;
     if (workers.length === 0) {
       body.replaceChildren(el('tr', {}, el('td', {colspan: 7, class: 'empty'},
           'No workers are running. Start one: readpast work QUEUE --exec COMMAND.')));
