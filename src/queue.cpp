@@ -477,6 +477,14 @@ Status Queue::remove_schedule(std::string_view name) {
   return {};
 }
 
+Result<JobId> Queue::run_schedule(std::string_view name) {
+  if (auto ok = validate_schedule_name(name); !ok) return fail_with(ok.error());
+  auto id = state_->engine->enqueue_schedule_now(name);
+  if (!id) return fail_with(id.error());
+  if (!*id) return fail_with(Error::not_found("no schedule named '" + std::string(name) + "'"));
+  return **id;
+}
+
 Result<std::vector<ScheduledJob>> Queue::enqueue_due(std::optional<TimePoint> now) {
   if (!now) {
     auto db_now = state_->engine->now();

@@ -230,6 +230,9 @@ struct Schedule {
   // ticks up to its creation count as done: the first job comes at the next tick).
   TimePoint created_at{};
   std::optional<TimePoint> last_tick;
+  // Read only: the id of the job that last_tick enqueued (nullopt before the first tick).
+  // That job may since have been deleted by retention or purge.
+  std::optional<JobId> last_job;
 };
 
 // A job enqueued for a schedule's tick.

@@ -148,6 +148,11 @@ class Queue {
   Result<bool> add_schedule(const Schedule& schedule);
   Result<std::vector<Schedule>> list_schedules();
   Status remove_schedule(std::string_view name);  // kNotFound when there is none
+  // "Run now": enqueues one job from the schedule's queue, payload, priority and
+  // max_attempts, due at once and without a unique key, in one transaction. The schedule's
+  // ticks are not touched: its next tick still comes when it would have. Returns the job's
+  // id; kNotFound when there is no schedule of that name (then nothing changed).
+  Result<JobId> run_schedule(std::string_view name);
   // For each schedule whose latest tick at or before `now` has not been enqueued yet,
   // enqueues one job for that tick (run_at = the tick) and records the tick, atomically:
   // of any number of callers racing, on any hosts, exactly one enqueues each tick. Ticks

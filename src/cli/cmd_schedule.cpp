@@ -1,4 +1,4 @@
-// readpast schedule add | list | remove — periodic jobs.
+// readpast schedule add | list | remove | run — periodic jobs.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -29,6 +29,8 @@ struct ScheduleArgs {
   bool json = false;
   // remove
   std::string remove_name;
+  // run
+  std::string run_name;
 };
 
 CliStatus add(Session& session, const ScheduleArgs& args) {
@@ -89,7 +91,9 @@ CliStatus list(Session& session, const ScheduleArgs& args) {
                      {"max_attempts", s.max_attempts},
                      {"created_at", format_time(s.created_at)},
                      {"last_tick", s.last_tick ? nlohmann::ordered_json(format_time(*s.last_tick))
-                                               : nlohmann::ordered_json(nullptr)}});
+                                               : nlohmann::ordered_json(nullptr)},
+                     {"last_job_id", s.last_job ? nlohmann::ordered_json(*s.last_job)
+                                                : nlohmann::ordered_json(nullptr)}});
     }
     session.console().write_stdout(json::dump_json(out));
     return {};
@@ -119,12 +123,26 @@ CliStatus remove(Session& session, const ScheduleArgs& args) {
   return {};
 }
 
+// "Run now": one job from the schedule's definition, its ticks left alone.
+CliStatus run_now(Session& session, const ScheduleArgs& args) {
+  if (auto ok = validate_schedule_name(args.run_name); !ok) {
+    return fail_cli(usage_error(ok.error().message));
+  }
+  auto queue = session.open();
+  if (!queue) return fail_cli(queue.error());
+  auto id = queue->run_schedule(args.run_name);
+  if (!id) return fail_cli(failure(id.error()));
+  session.console().write_stdout(
+      fmt::format("enqueued job {} from schedule {}\n", *id, args.run_name));
+  return {};
+}
+
 }  // namespace
 
 Command add_schedule_command(CLI::App& parent) {
   auto args = std::make_shared<ScheduleArgs>();
   auto* app = add_command(
-      parent, "schedule", "Manage periodic jobs (add, list, remove)",
+      parent, "schedule", "Manage periodic jobs (add, list, remove, run)",
       "Periodic jobs: at every tick of a schedule one job is enqueued, exactly once however "
       "many workers on however many hosts run (every `readpast work` does, unless started "
       "with --no-schedules). A tick missed while no worker ran is enqueued once when one "
@@ -162,7 +180,11 @@ Command add_schedule_command(CLI::App& parent) {
   auto* remove_app = app->add_subcommand("remove", "Remove a schedule");
   remove_app->add_option("NAME", args->remove_name, "The schedule")->required();
 
-  return {app, [args, add_app, list_app, cron, every](Session& session) -> CliStatus {
+  auto* run_app =
+      app->add_subcommand("run", "Enqueue one job of a schedule now (its ticks are not moved)");
+  run_app->add_option("NAME", args->run_name, "The schedule")->required();
+
+  return {app, [args, add_app, list_app, run_app, cron, every](Session& session) -> CliStatus {
             if (add_app->parsed()) {
               if (cron->count() == 0 && every->count() == 0) {
                 return fail_cli(usage_error("schedule add: give --cron EXPR or --every DUR"));
@@ -170,6 +192,7 @@ Command add_schedule_command(CLI::App& parent) {
               return add(session, *args);
             }
             if (list_app->parsed()) return list(session, *args);
+            if (run_app->parsed()) return run_now(session, *args);
             return remove(session, *args);
           }};
 }

@@ -124,6 +124,10 @@ class Engine {
   // tick; returns the job's id. nullopt when the tick was already taken (or the schedule is
   // gone).
   virtual Result<std::optional<JobId>> enqueue_tick(std::string_view name, TimePoint tick) = 0;
+  // Enqueues one job from the schedule's queue, payload, priority and max_attempts, due now
+  // and without a unique key, in one transaction; its ticks are left as they are. nullopt
+  // when there is no such schedule (then nothing changed).
+  virtual Result<std::optional<JobId>> enqueue_schedule_now(std::string_view name) = 0;
 
   // See Queue::claim_task.
   virtual Result<bool> claim_task(std::string_view task, Duration interval,

@@ -3,6 +3,7 @@
 //   job routes      list, get, retry, cancel (api_jobs.cpp)
 //   queue routes    stats with rates, pause/resume, retry all, purge, throughput
 //                   (api_queues.cpp)
+//   schedule routes the schedules with their ticks, run now (api_schedules.cpp)
 //   process routes  the worker processes and what they run (api_worker_processes.cpp)
 //
 // Thread-safety: the routes only read their captures and call the thread-safe Queue and
@@ -21,6 +22,7 @@ namespace readpast::server {
 void add_worker_routes(Router& router, Queue& queue, const detail::SecretScrubber& secrets);
 void add_job_routes(Router& router, Queue& queue);
 void add_queue_routes(Router& router, Queue& queue, const Throughput& throughput);
+void add_schedule_routes(Router& router, Queue& queue);
 void add_worker_process_routes(Router& router, Queue& queue);
 
 }  // namespace readpast::server

@@ -43,6 +43,8 @@ void add_dashboard_routes(Router& router) {
   router.add("GET", "/", page, Access::kPublic);
   router.add("GET", "/jobs", page, Access::kPublic);
   router.add("GET", "/jobs/{id}", page, Access::kPublic);
+  router.add("GET", "/schedules", page, Access::kPublic);
+  router.add("GET", "/workers", page, Access::kPublic);
   router.add(
       "GET", "/assets/{name}",
       [](const HttpRequest& request) { return file_response(request.param("name")); },

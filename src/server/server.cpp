@@ -148,6 +148,7 @@ Result<std::unique_ptr<Server>> Server::bind(Queue& queue, ServerOptions options
   add_worker_routes(s.router, queue, s.options.secrets);
   add_job_routes(s.router, queue);
   add_queue_routes(s.router, queue, s.throughput);
+  add_schedule_routes(s.router, queue);
   add_worker_process_routes(s.router, queue);
   add_dashboard_routes(s.router);
 

@@ -128,6 +128,41 @@ TEST_F(CliTest, SchedulesAreAddedListedRunAndRemoved) {
   EXPECT_EQ(nlohmann::json::parse(rp({"schedule", "list", "--json"}).out).size(), 1u);
 }
 
+TEST_F(CliTest, ScheduleRunEnqueuesOneJobNowAndAnUnknownNameChangesNothing) {
+  ASSERT_EQ(rp({"schedule", "add", "nightly", "reports", "--cron", "0 3 * * *", "--priority", "7",
+                "--max-attempts", "2", "{\"kind\":\"daily\"}"})
+                .exit_code,
+            0);
+  auto ran = rp({"schedule", "run", "nightly"});
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  auto jobs = nlohmann::json::parse(rp({"list", "reports", "--json"}).out);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(ran.out, "enqueued job " + std::to_string(jobs[0]["id"].get<long long>()) +
+                         " from schedule nightly\n");
+  EXPECT_EQ(jobs[0]["state"], "available");
+  EXPECT_EQ(jobs[0]["payload"], "{\"kind\":\"daily\"}");
+  EXPECT_EQ(jobs[0]["priority"], 7);
+  EXPECT_EQ(jobs[0]["max_attempts"], 2);
+  EXPECT_TRUE(jobs[0]["unique_key"].is_null());
+  auto schedules = nlohmann::json::parse(rp({"schedule", "list", "--json"}).out);
+  EXPECT_TRUE(schedules[0]["last_tick"].is_null()) << "run moved the schedule's ticks";
+  EXPECT_TRUE(schedules[0]["last_job_id"].is_null()) << "a run-now job is not a tick's job";
+
+  const std::string before = rp({"list", "--json"}).out;
+  auto missing = rp({"schedule", "run", "nighlty"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(is_one_line_reason(missing.err)) << missing.err;
+  EXPECT_NE(missing.err.find("no schedule named 'nighlty'"), std::string::npos) << missing.err;
+  EXPECT_EQ(missing.out, "");
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"schedule", "run"}, {"schedule", "run", "bad name"}, {"schedule", "run", "a", "b"}}) {
+    auto r = rp(args);
+    EXPECT_EQ(r.exit_code, 2) << args.back() << ": " << r.err;
+    EXPECT_TRUE(is_one_line_reason(r.err)) << r.err;
+  }
+  EXPECT_EQ(rp({"list", "--json"}).out, before);
+}
+
 TEST_F(CliTest, SchedulesReadCronFieldsInATimeZone) {
   auto added = rp(
       {"schedule", "add", "standup", "team", "--cron", "0 9 * * mon-fri", "--tz", "Europe/Berlin"});

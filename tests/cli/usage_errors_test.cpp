@@ -96,8 +96,9 @@ INSTANTIATE_TEST_SUITE_P(
                   {"work", "q", "--exec"},
                   "--exec: the value is missing (expected CMD)"},
         UsageCase{"NoCommand", {}, "no command given (see 'readpast --help')"},
-        UsageCase{
-            "NoSubcommand", {"schedule"}, "'schedule' needs a command: one of add, list, remove"},
+        UsageCase{"NoSubcommand",
+                  {"schedule"},
+                  "'schedule' needs a command: one of add, list, remove, run"},
         // Options that do not go together.
         UsageCase{"ExcludedOptions",
                   {"stats", "-v", "-q"},

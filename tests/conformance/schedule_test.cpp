@@ -164,6 +164,81 @@ TEST_P(QueueTest, BadSchedulesAreRejectedAndChangeNothing) {
   EXPECT_EQ(snapshot(), before);
 }
 
+TEST_P(QueueTest, AScheduleRemembersTheJobOfItsLastTickEvenAfterItFinished) {
+  ok(q().add_schedule(every("minutely", "* * * * *")));
+  EXPECT_FALSE(ok(q().list_schedules()).at(0).last_job.has_value()) << "before the first tick";
+  const TimePoint t = minute_after_now(2);
+  auto first = ok(q().enqueue_due(t));
+  ASSERT_EQ(first.size(), 1u);
+  auto schedules = ok(q().list_schedules());
+  ASSERT_TRUE(schedules[0].last_job.has_value());
+  EXPECT_EQ(*schedules[0].last_job, first[0].id);
+  EXPECT_EQ(get(*schedules[0].last_job).unique_key, "schedule:minutely@" + format_time(t));
+
+  // The job finished (its tick is minutes ahead, so it is cancelled rather than run): it is
+  // still the last tick's job, and can be read.
+  const JobId finished = first[0].id;
+  EXPECT_EQ(ok(q().cancel(std::span<const JobId>(&finished, 1))).size(), 1u);
+  EXPECT_EQ(*ok(q().list_schedules()).at(0).last_job, first[0].id);
+  EXPECT_EQ(get(first[0].id).state, JobState::kCancelled);
+
+  // Run now is not a tick; the next tick replaces it; replacing the schedule keeps it.
+  const JobId manual = ok(q().run_schedule("minutely"));
+  EXPECT_EQ(*ok(q().list_schedules()).at(0).last_job, first[0].id);
+  auto second = ok(q().enqueue_due(t + std::chrono::minutes(1)));
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_NE(second[0].id, manual);
+  EXPECT_EQ(*ok(q().list_schedules()).at(0).last_job, second[0].id);
+  ok(q().add_schedule(every("minutely", "*/2 * * * *")));
+  EXPECT_EQ(*ok(q().list_schedules()).at(0).last_job, second[0].id);
+}
+
+TEST_P(QueueTest, RunningAScheduleNowEnqueuesOneJobAndLeavesItsTicksAlone) {
+  Schedule schedule = every("report", "*/5 * * * *", "reports");
+  schedule.payload = std::string("bytes\0and more", 14);
+  schedule.priority = 4;
+  schedule.max_attempts = 2;
+  ok(q().add_schedule(schedule));
+  const TimePoint before = now();
+  const JobId id = ok(q().run_schedule("report"));
+  const Job job = get(id);
+  EXPECT_EQ(job.queue, "reports");
+  EXPECT_EQ(job.payload, schedule.payload);
+  EXPECT_EQ(job.priority, 4);
+  EXPECT_EQ(job.max_attempts, 2);
+  EXPECT_EQ(job.state, JobState::kAvailable);
+  EXPECT_EQ(job.attempts, 0);
+  EXPECT_FALSE(job.unique_key.has_value()) << "a run-now job holds no tick's key";
+  EXPECT_TIME_WITHIN(job.run_at, before - std::chrono::seconds(5), now());
+  // Due at once: a lease takes it.
+  LeaseRequest request;
+  request.queue = "reports";
+  request.worker_id = "w";
+  auto leased = ok(q().lease(request));
+  ASSERT_EQ(leased.size(), 1u);
+  EXPECT_EQ(leased[0].id, id);
+
+  // Twice is two jobs; the ticks did not move.
+  const JobId second = ok(q().run_schedule("report"));
+  EXPECT_NE(second, id);
+  auto schedules = ok(q().list_schedules());
+  ASSERT_EQ(schedules.size(), 1u);
+  EXPECT_FALSE(schedules[0].last_tick.has_value()) << "run now took a tick";
+  const TimePoint t = minute_after_now(11);
+  auto enqueued = ok(q().enqueue_due(t));
+  ASSERT_EQ(enqueued.size(), 1u) << "the next tick is still enqueued after run now";
+  EXPECT_EQ(ok(q().stats("reports")).at(0).available + ok(q().stats("reports")).at(0).running, 3);
+}
+
+TEST_P(QueueTest, RunningAScheduleThatDoesNotExistChangesNothing) {
+  ok(q().add_schedule(every("real", "@hourly")));
+  const std::string before = snapshot();
+  EXPECT_ERROR_CODE(q().run_schedule("missing"), ErrorCode::kNotFound);
+  EXPECT_ERROR_CODE(q().run_schedule("bad name"), ErrorCode::kInvalidArgument);
+  EXPECT_ERROR_CODE(q().run_schedule(""), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(snapshot(), before);
+}
+
 // --- shared maintenance tasks ---
 
 TEST_P(QueueTest, ClaimTaskHasOneWinnerPerIntervalAmongRacers) {

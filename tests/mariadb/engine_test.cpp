@@ -180,4 +180,34 @@ TEST(MariadbEngine, ComesBackAfterTheServerIsKilled) {
 }
 
 }  // namespace
+// Migration 5 (sql/migrations/0005_*.sql): a schedule records the job of its latest tick. On
+// a database at version 4 (its column taken away again) a schedule that had ticked keeps its
+// definition and tick; its last job is unknown until it ticks again.
+TEST(MariadbEngine, ASchedulesLastJobIsRecordedAfterAnUpgradeFrom4) {
+  auto& server = MariadbServer::shared();
+  const std::string url = server.fresh_database_url();
+  const std::string database = url.substr(url.rfind('/') + 1);
+  ASSERT_TRUE(Queue::open(url, init_options()).has_value());
+  server.execute("ALTER TABLE readpast_schedules DROP COLUMN last_job_id", database);
+  server.execute("DELETE FROM readpast_schema_version WHERE version > 4", database);
+  server.execute(
+      "INSERT INTO readpast_schedules (name, queue, spec, payload, priority, max_attempts, "
+      "created_at, last_tick_at) VALUES ('beat', 'ticks', 'every 1m', 'p', 100, 25, 0, 60000000)",
+      database);
+  ASSERT_EQ(Queue::open(url, QueueOptions{}).error().code, ErrorCode::kSchema);
+
+  auto queue = Queue::open(url, init_options());
+  ASSERT_TRUE(queue.has_value()) << queue.error().message;
+  auto schedules = queue->list_schedules();
+  ASSERT_TRUE(schedules.has_value() && schedules->size() == 1u);
+  ASSERT_TRUE(schedules->front().last_tick.has_value());
+  EXPECT_EQ(schedules->front().last_tick->time_since_epoch(), std::chrono::minutes(1));
+  EXPECT_FALSE(schedules->front().last_job.has_value());
+  auto enqueued = queue->enqueue_due();
+  ASSERT_TRUE(enqueued.has_value() && enqueued->size() == 1u);
+  schedules = queue->list_schedules();
+  ASSERT_TRUE(schedules.has_value() && schedules->front().last_job.has_value());
+  EXPECT_EQ(*schedules->front().last_job, enqueued->front().id);
+}
+
 }  // namespace readpast

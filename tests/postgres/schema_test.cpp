@@ -142,6 +142,41 @@ TEST_F(SchemaTest, InitUpgradesADatabaseThatAnEarlierReleaseCreated) {
   EXPECT_EQ(leased[0].payload, "from release 1");
 }
 
+// Migration 6: a schedule records the job of its latest tick. A schedule of version 5 (which
+// had ticked) keeps its definition and tick; its last job is unknown until it ticks again.
+TEST_F(SchemaTest, ASchedulesLastJobIsRecordedAfterAnUpgradeFrom5) {
+  const auto schema = must(detail::pg::SchemaName::parse("readpast"));
+  const detail::pg::Sql statements(schema);
+  {
+    SqlConnection db(url_);
+    db.script(statements.create_schema.sql);
+    for (int m = 0; m < 5; ++m) db.script(statements.migrations[static_cast<std::size_t>(m)]);
+    db.exec("INSERT INTO readpast.schema_version (version) VALUES (1), (2), (3), (4), (5)");
+    db.exec(
+        "INSERT INTO readpast.schedules (name, queue, spec, payload, created_at, last_tick_at) "
+        "VALUES ('beat', 'ticks', 'every 1m', 'p', 'epoch', 'epoch'::timestamptz + "
+        "interval '1 minute')");
+  }
+  QueueOptions options;
+  options.init_schema = true;
+  Queue queue = must(Queue::open(url_, options));
+  EXPECT_EQ(must(queue.init()), detail::pg::kSchemaVersion);
+  auto schedules = must(queue.list_schedules());
+  ASSERT_EQ(schedules.size(), 1u);
+  ASSERT_TRUE(schedules[0].last_tick.has_value());
+  EXPECT_EQ(schedules[0].last_tick->time_since_epoch(), std::chrono::minutes(1));
+  EXPECT_FALSE(schedules[0].last_job.has_value());
+  auto enqueued = must(queue.enqueue_due());
+  ASSERT_EQ(enqueued.size(), 1u);
+  schedules = must(queue.list_schedules());
+  ASSERT_TRUE(schedules[0].last_job.has_value());
+  EXPECT_EQ(*schedules[0].last_job, enqueued[0].id);
+  // The id was drawn from the jobs' sequence: the next plain enqueue gets the next one.
+  NewJob plain;
+  plain.queue = "ticks";
+  EXPECT_EQ(must(queue.enqueue(plain)).id, enqueued[0].id + 1);
+}
+
 TEST_F(SchemaTest, TheStorageSettingsAreInPlace) {
   QueueOptions options;
   options.init_schema = true;

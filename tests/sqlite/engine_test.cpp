@@ -362,8 +362,9 @@ TEST_F(SqliteEngineTest, RunningJobsHaveNoEntryInTheQueueStateIndexAfterAnUpgrad
       "INSERT INTO readpast_jobs (queue, state, run_at, enqueued_at, lease_token, "
       "lease_expires_at) VALUES ('q', 'running', 0, 0, 'aa', 9000000000000000)");
   Queue queue = init();
-  // Upgraded through 4 to the latest version (5: the metrics and workers tables).
-  EXPECT_EQ(raw.scalar("SELECT max(version) FROM readpast_schema_version"), "5");
+  // Upgraded through 4 to the latest version.
+  EXPECT_EQ(raw.scalar("SELECT max(version) FROM readpast_schema_version"),
+            std::to_string(sqlite::kSchemaVersion));
   NewJob job;
   job.queue = "q";
   ASSERT_TRUE(queue.enqueue_batch(std::vector<NewJob>(3, job)));
@@ -386,4 +387,28 @@ TEST_F(SqliteEngineTest, RunningJobsHaveNoEntryInTheQueueStateIndexAfterAnUpgrad
 }
 
 }  // namespace
+// Schema version 6: a schedule records the job of its latest tick. A schedule of version 5
+// (which had ticked) keeps its definition and tick; its last job is unknown until it ticks.
+TEST_F(SqliteEngineTest, ASchedulesLastJobIsRecordedAfterAnUpgradeFrom5) {
+  ASSERT_NO_FATAL_FAILURE(create_as_release(5));
+  RawDb raw(path());
+  raw.scalar(
+      "INSERT INTO readpast_schedules (name, queue, spec, payload, priority, max_attempts, "
+      "created_at, last_tick_at) VALUES ('beat', 'ticks', 'every 1m', 'p', 100, 25, 0, 60000000)");
+  Queue queue = init();
+  EXPECT_EQ(raw.scalar("SELECT max(version) FROM readpast_schema_version"),
+            std::to_string(sqlite::kSchemaVersion));
+  auto schedules = queue.list_schedules();
+  ASSERT_TRUE(schedules && schedules->size() == 1u);
+  EXPECT_EQ(schedules->front().spec, "every 1m");
+  ASSERT_TRUE(schedules->front().last_tick.has_value());
+  EXPECT_EQ(schedules->front().last_tick->time_since_epoch(), std::chrono::minutes(1));
+  EXPECT_FALSE(schedules->front().last_job.has_value());
+  auto enqueued = queue.enqueue_due();
+  ASSERT_TRUE(enqueued && enqueued->size() == 1u);
+  schedules = queue.list_schedules();
+  ASSERT_TRUE(schedules && schedules->front().last_job.has_value());
+  EXPECT_EQ(*schedules->front().last_job, enqueued->front().id);
+}
+
 }  // namespace readpast::test

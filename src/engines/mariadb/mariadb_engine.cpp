@@ -643,6 +643,7 @@ class MariadbEngine final : public Engine {
             s.max_attempts = static_cast<int>(rows->int64(r, 5));
             s.created_at = to_time(rows->int64(r, 6));
             s.last_tick = to_time(rows->optional_int64(r, 7));
+            s.last_job = rows->optional_int64(r, 8);
             schedules.push_back(std::move(s));
           }
           return schedules;
@@ -678,6 +679,28 @@ class MariadbEngine final : public Engine {
       auto inserted = insert_jobs(c, std::span<const NewJob>(&job, 1));
       if (!inserted) return fail_with(inserted.error());
       if (!inserted->front().inserted) return std::optional<JobId>{};
+      const JobId id = inserted->front().id;
+      using R = sql::record_tick_job;
+      if (auto ok = c.run<R>(c.params<R>().set(R::job_id, id).set(R::name, name)); !ok) {
+        return fail_with(ok.error());
+      }
+      return std::optional<JobId>(id);
+    });
+  }
+
+  Result<std::optional<JobId>> enqueue_schedule_now(std::string_view name) override {
+    return write<std::optional<JobId>>([&](Connection& c) -> Result<std::optional<JobId>> {
+      using S = sql::schedule_job;
+      auto rows = c.run<S>(c.params<S>().set(S::name, name));
+      if (!rows) return fail_with(rows.error());
+      if (rows->empty()) return std::optional<JobId>{};
+      NewJob job;
+      job.queue = std::string(rows->text(0, 0));
+      job.payload = std::string(rows->text(0, 1));
+      job.priority = static_cast<int>(rows->int64(0, 2));
+      job.max_attempts = static_cast<int>(rows->int64(0, 3));
+      auto inserted = insert_jobs(c, std::span<const NewJob>(&job, 1));
+      if (!inserted) return fail_with(inserted.error());
       return std::optional<JobId>(inserted->front().id);
     });
   }

@@ -530,6 +530,7 @@ class PostgresEngine final : public Engine {
       schedule.max_attempts = rows->int4(r, 5);
       schedule.created_at = rows->timestamptz(r, 6);
       schedule.last_tick = rows->optional_timestamptz(r, 7);
+      schedule.last_job = rows->optional_int8(r, 8);
       schedules.push_back(std::move(schedule));
     }
     return schedules;
@@ -549,6 +550,14 @@ class PostgresEngine final : public Engine {
                                             .text(S::name, name)
                                             .timestamptz(S::tick, tick)
                                             .text(S::unique_key, schedule_job_key(name, tick)));
+    if (!rows) return fail_with(rows.error());
+    if (rows->size() == 0) return std::optional<JobId>{};
+    return std::optional<JobId>(rows->int8(0, 0));
+  }
+
+  Result<std::optional<JobId>> enqueue_schedule_now(std::string_view name) override {
+    using S = pg::sql::enqueue_schedule_now;
+    auto rows = exec(sql_.enqueue_schedule_now, Params(S::param_count).text(S::name, name));
     if (!rows) return fail_with(rows.error());
     if (rows->size() == 0) return std::optional<JobId>{};
     return std::optional<JobId>(rows->int8(0, 0));

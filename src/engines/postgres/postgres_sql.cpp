@@ -135,6 +135,7 @@ Sql::Sql(const SchemaName& schema)
       list_schedules(make<sql::list_schedules>("list_schedules", schema)),
       delete_schedule(make<sql::delete_schedule>("delete_schedule", schema)),
       enqueue_tick(make<sql::enqueue_tick>("enqueue_tick", schema)),
+      enqueue_schedule_now(make<sql::enqueue_schedule_now>("enqueue_schedule_now", schema)),
       claim_task(make<sql::claim_task>("claim_task", schema)),
       add_metrics(make<sql::add_metrics>("add_metrics", schema)),
       read_metrics(make<sql::read_metrics>("read_metrics", schema)),

@@ -102,6 +102,7 @@ struct Sql {
   Statement list_schedules;
   Statement delete_schedule;
   Statement enqueue_tick;
+  Statement enqueue_schedule_now;
   Statement claim_task;
   Statement add_metrics;
   Statement read_metrics;

@@ -495,6 +495,7 @@ class SqliteEngine final : public Engine {
         schedule.max_attempts = static_cast<int>(s.int64(5));
         schedule.created_at = to_time(s.int64(6));
         schedule.last_tick = to_time(s.optional_int64(7));
+        schedule.last_job = s.optional_int64(8);
         schedules.push_back(std::move(schedule));
       }
     });
@@ -532,6 +533,33 @@ class SqliteEngine final : public Engine {
           auto inserted = insert_jobs(c, now, std::span<const NewJob>(&job, 1));
           if (!inserted) return fail_with(inserted.error());
           if (!inserted->front().inserted) return std::optional<JobId>{};
+          const JobId id = inserted->front().id;
+          auto record = c.prepare(sql::record_tick_job::text);
+          if (!record) return fail_with(record.error());
+          (*record)->bind(sql::record_tick_job::job_id, id);
+          (*record)->bind(sql::record_tick_job::name, name);
+          if (auto ok = run(**record); !ok) return fail_with(ok.error());
+          return std::optional<JobId>(id);
+        });
+  }
+
+  Result<std::optional<JobId>> enqueue_schedule_now(std::string_view name) override {
+    return write<std::optional<JobId>>(
+        [&](Connection& c, std::int64_t now) -> Result<std::optional<JobId>> {
+          auto find = c.prepare(sql::schedule_job::text);
+          if (!find) return fail_with(find.error());
+          (*find)->bind(sql::schedule_job::name, name);
+          auto found = (*find)->step();
+          if (!found) return fail_with(found.error());
+          if (!*found) return std::optional<JobId>{};
+          NewJob job;
+          job.queue = (*find)->text(0);
+          job.payload = (*find)->blob(1);
+          job.priority = static_cast<int>((*find)->int64(2));
+          job.max_attempts = static_cast<int>((*find)->int64(3));
+          find->reset();
+          auto inserted = insert_jobs(c, now, std::span<const NewJob>(&job, 1));
+          if (!inserted) return fail_with(inserted.error());
           return std::optional<JobId>(inserted->front().id);
         });
   }

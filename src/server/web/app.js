@@ -204,6 +204,8 @@ function overview(main) {
             el('th', {class: 'num'}, 'Available'),
             el('th', {class: 'num'}, 'Scheduled'),
             el('th', {class: 'num'}, 'Running'),
+            el('th', {class: 'num', title: 'running, lease passed: the worker is probably gone'},
+               'Expired'),
             el('th', {class: 'num'}, 'Dead'),
             el('th', {class: 'num'}, 'Rate/s'),
             el('th', {class: 'num'}, 'Oldest available'),
@@ -231,13 +233,14 @@ function renderTotals(section, queues) {
       card('Queues', count(queues.length), '', 'queues'),
       card('Available', count(sum('available')), '', 'available'),
       card('Running', count(sum('running')), 'running', 'running'),
+      card('Expired', count(sum('expired')), sum('expired') > 0 ? 'expired' : '', 'expired'),
       card('Dead', count(sum('dead')), sum('dead') > 0 ? 'dead' : '', 'dead'),
       card('Finished/s', rate(sum('succeeded_per_s') + sum('dead_per_s')), '', 'rate'));
 }
 
 function renderQueues(body, queues, refresh) {
   if (queues.length === 0) {
-    body.replaceChildren(el('tr', {}, el('td', {colspan: 9, class: 'empty'},
+    body.replaceChildren(el('tr', {}, el('td', {colspan: 10, class: 'empty'},
         'No queues yet. Enqueue a job: POST /api/queues/NAME/jobs, or readpast enqueue NAME.')));
     return;
   }
@@ -261,6 +264,8 @@ function renderQueues(body, queues, refresh) {
         el('td', {class: 'num', 'data-col': 'available'}, count(q.available)),
         el('td', {class: 'num', 'data-col': 'scheduled'}, count(q.scheduled)),
         el('td', {class: 'num', 'data-col': 'running'}, count(q.running)),
+        el('td', {class: 'num', 'data-col': 'expired'},
+           q.expired > 0 ? el('span', {class: 'expired'}, count(q.expired)) : '0'),
         el('td', {class: 'num', 'data-col': 'dead'},
            q.dead > 0 ? el('a', {href: queueLink(name, 'dead'), class: 'dead'}, count(q.dead))
                       : '0'),
@@ -641,9 +646,13 @@ function jobPage(main, id) {
         ...fact('unique key', job.unique_key || '–'));
     error.textContent = job.last_error || '';
     document.getElementById('error-panel').hidden = !job.last_error;
-    payload.textContent = formatPayload(job);
+    const shown = formatPayload(job);
+    payload.textContent = shown.text;
+    const bytes = `${new Blob([job.payload]).size} bytes`;
+    payload.dataset.format = shown.format;
     payloadNote.textContent = job.payload_encoding === 'base64'
-        ? 'not UTF-8 text: shown as base64' : `${new Blob([job.payload]).size} bytes`;
+        ? 'not UTF-8 text: shown as base64'
+        : shown.format === 'json' ? bytes + ' · JSON, indented' : bytes + ' · as stored';
   };
   every(refresh);
 }
@@ -662,18 +671,146 @@ function renderActions(actions, job, refresh) {
   }
 }
 
-// JSON payloads are indented for reading; anything else is shown exactly as stored.
+// JSON payloads are indented for reading; anything else is shown exactly as stored. Either
+// way the result only ever becomes the textContent of a <pre>, never HTML.
 function formatPayload(job) {
-  if (job.payload_encoding !== 'utf8') return job.payload;
+  if (job.payload_encoding !== 'utf8') return {text: job.payload, format: 'base64'};
   const trimmed = job.payload.trim();
   if (trimmed.startsWith('{') || trimmed.startsWith('[')) {
     try {
-      return JSON.stringify(JSON.parse(trimmed), null, 2);
+      return {text: JSON.stringify(JSON.parse(trimmed), null, 2), format: 'json'};
     } catch (e) {
       // not JSON after all
     }
   }
-  return job.payload;
+  return {text: job.payload, format: 'raw'};
+}
+
+// ---- schedules ----------------------------------------------------------------------
+
+// The cron or interval part of a spec ("CRON_TZ=Europe/Berlin 0 9 * * *" → "0 9 * * *");
+// the zone has a column of its own.
+function specExpression(spec) {
+  const match = spec.match(/^CRON_TZ=\S+\s+(.*)$/);
+  return match ? match[1] : spec;
+}
+
+function schedulesPage(main) {
+  const notice = el('div', {class: 'notice', id: 'run-notice', role: 'status', hidden: true});
+  const body = el('tbody', {});
+  main.replaceChildren(
+      notice,
+      el('section', {class: 'panel'},
+         el('div', {class: 'panel-head'}, el('h2', {}, 'Schedules'),
+            el('span', {class: 'muted'}, 'times shown in UTC on hover')),
+         el('table', {class: 'schedules', id: 'schedules'},
+            el('thead', {}, el('tr', {},
+               el('th', {}, 'Name'), el('th', {}, 'Queue'), el('th', {}, 'Schedule'),
+               el('th', {}, 'Zone'), el('th', {}, 'Next tick'), el('th', {}, 'Last tick'),
+               el('th', {}, 'Last tick\u2019s job'), el('th', {}, ''))),
+            body)));
+
+  const ran = (name, result) => {
+    notice.hidden = false;
+    notice.replaceChildren(`Enqueued job `,
+        el('a', {href: '/jobs/' + result.id, 'data-job-link': result.id}, String(result.id)),
+        ` from schedule ${name} into its queue now; its ticks are unchanged.`);
+  };
+  const refresh = async () => {
+    const data = await api('GET', '/api/schedules');
+    if (data.schedules.length === 0) {
+      body.replaceChildren(el('tr', {}, el('td', {colspan: 8, class: 'empty'},
+          'No schedules. Add one: readpast schedule add NAME QUEUE --cron EXPR (docs/schedules.md).')));
+      return;
+    }
+    body.replaceChildren(...data.schedules.map((s) => {
+      const name = s.name;
+      const run = actionButton('Run now',
+          {'data-action': 'run', 'data-confirm': `Enqueue one job of ${name} into ${s.queue} now?`},
+          async () => ran(name, await api('POST', `/api/schedules/${encodeURIComponent(name)}/run`)),
+          refresh);
+      return el('tr', {'data-schedule': name},
+          el('td', {'data-col': 'name'}, name),
+          el('td', {'data-col': 'queue'}, el('a', {href: queueLink(s.queue)}, s.queue)),
+          el('td', {'data-col': 'spec'}, el('code', {}, specExpression(s.spec))),
+          el('td', {'data-col': 'zone'}, s.time_zone),
+          el('td', {'data-col': 'next'}, timeCell(s.next_tick)),
+          el('td', {'data-col': 'last'}, timeCell(s.last_tick)),
+          el('td', {'data-col': 'last-job'}, lastTickJob(s)),
+          el('td', {class: 'actions'}, run));
+    }));
+  };
+  every(refresh);
+}
+
+// The job the last tick enqueued, linked, with its state; "–" before the first tick.
+// (A job that retention or purge deleted is said to be gone.)
+function lastTickJob(schedule) {
+  const job = schedule.last_job;
+  if (!job) return el('span', {class: 'muted'}, '–');
+  if (!job.state) return el('span', {class: 'muted', title: 'deleted by retention or purge'},
+                            `${job.id} (gone)`);
+  return el('span', {}, el('a', {href: '/jobs/' + job.id}, String(job.id)), ' ',
+            stateBadge(job.state));
+}
+
+// ---- workers ------------------------------------------------------------------------
+
+// A worker whose last heartbeat is older than this is drawn as stale (its process is
+// probably gone; its jobs' leases will expire and be rescued).
+const STALE_HEARTBEAT_S = 30;
+
+function workersPage(main) {
+  const body = el('tbody', {});
+  const summary = el('span', {class: 'muted', id: 'workers-summary'});
+  main.replaceChildren(
+      el('section', {class: 'panel'},
+         el('div', {class: 'panel-head'}, el('h2', {}, 'Workers'), summary),
+         el('table', {class: 'workers', id: 'workers'},
+            el('thead', {}, el('tr', {},
+               el('th', {}, 'Worker'), el('th', {}, 'Queues'),
+               el('th', {class: 'num'}, 'Threads'), el('th', {class: 'num'}, 'Busy'),
+               el('th', {}, 'Started'), el('th', {class: 'num'}, 'Heartbeat'),
+               el('th', {}, 'Running jobs'))),
+            body)));
+
+  const refresh = async () => {
+    const data = await api('GET', '/api/workers');
+    const workers = data.workers || [];
+    const busy = workers.reduce((n, w) => n + (w.jobs || []).length, 0);
+    const threads = workers.reduce((n, w) => n + (w.threads || 0), 0);
+    summary.textContent = `${count(workers.length)} process${workers.length === 1 ? '' : 'es'} · ` +
+                          `${count(busy)} of ${count(threads)} threads busy`;
+    if (workers.length === 0) {
+      body.replaceChildren(el('tr', {}, el('td', {colspan: 7, class: 'empty'},
+          'No workers are running. Start one: readpast work QUEUE --exec COMMAND.')));
+      return;
+    }
+    body.replaceChildren(...workers.map((w) => {
+      const stale = w.heartbeat_age_s > STALE_HEARTBEAT_S;
+      const jobs = w.jobs || [];
+      return el('tr', {'data-worker': w.name, class: stale ? 'stale' : null},
+          el('td', {'data-col': 'name'}, w.name),
+          el('td', {'data-col': 'queues'},
+             ...(w.queues || []).flatMap((q, i) =>
+                 [i > 0 ? ', ' : null, el('a', {href: queueLink(q)}, q)])),
+          el('td', {class: 'num', 'data-col': 'threads'}, count(w.threads || 0)),
+          el('td', {class: 'num', 'data-col': 'busy'}, count(jobs.length)),
+          el('td', {'data-col': 'started'}, timeCell(w.started_at)),
+          el('td', {class: 'num', 'data-col': 'heartbeat'},
+             el('span', {class: stale ? 'stale-beat' : null,
+                         title: stale ? `no heartbeat for over ${STALE_HEARTBEAT_S}s: ` +
+                                        'the process is probably gone' : w.heartbeat_at || ''},
+                (w.heartbeat_age_s < 1 ? '<1s' : duration(w.heartbeat_age_s)) + ' ago')),
+          el('td', {'data-col': 'jobs'},
+             jobs.length === 0 ? el('span', {class: 'muted'}, 'idle')
+                 : el('ul', {class: 'running-jobs'}, ...jobs.map((j) => el('li', {'data-job': j.id},
+                       el('a', {href: '/jobs/' + j.id}, String(j.id)), ' ',
+                       el('span', {class: 'muted'},
+                          `${j.queue} · running for ${duration(Math.max(j.running_for_s, 1))}`))))));
+    }));
+  };
+  every(refresh);
 }
 
 // ---- start --------------------------------------------------------------------------
@@ -692,6 +829,14 @@ function start() {
     section = 'jobs';
     document.title = 'Jobs · readpast';
     browser(main);
+  } else if (path === '/schedules') {
+    section = 'schedules';
+    document.title = 'Schedules · readpast';
+    schedulesPage(main);
+  } else if (path === '/workers') {
+    section = 'workers';
+    document.title = 'Workers · readpast';
+    workersPage(main);
   } else {
     document.title = 'Overview · readpast';
     overview(main);

@@ -321,7 +321,8 @@ INSERT INTO readpast_schedules (name, queue, spec, payload, priority, max_attemp
     max_attempts = VALUES(max_attempts);
 
 -- name: list_schedules
-SELECT name, queue, spec, payload, priority, max_attempts, created_at, last_tick_at
+SELECT name, queue, spec, payload, priority, max_attempts, created_at, last_tick_at,
+       last_job_id
   FROM readpast_schedules ORDER BY name;
 
 -- name: delete_schedule
@@ -331,6 +332,10 @@ DELETE FROM readpast_schedules WHERE name = :name;
 -- Takes the tick when nobody has yet (the row stays locked until the job is inserted).
 UPDATE readpast_schedules SET last_tick_at = :tick
   WHERE name = :name AND coalesce(last_tick_at, created_at) < :tick;
+
+-- name: record_tick_job
+-- In the transaction that took the tick: the job it enqueued.
+UPDATE readpast_schedules SET last_job_id = :job_id WHERE name = :name;
 
 -- name: schedule_job
 SELECT queue, payload, priority, max_attempts FROM readpast_schedules WHERE name = :name;

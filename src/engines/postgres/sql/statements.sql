@@ -608,24 +608,39 @@ RETURNING (s.xmax = 0);
 
 -- name: list_schedules
 SELECT s.name, s.queue, s.spec, s.payload, s.priority, s.max_attempts, s.created_at,
-       s.last_tick_at
+       s.last_tick_at, s.last_job_id
 FROM :"schema".schedules s
 ORDER BY s.name;
 
 -- name: delete_schedule
 DELETE FROM :"schema".schedules s WHERE s.name = :name::text;
 
+-- name: enqueue_schedule_now
+-- Run now: one job from the schedule's definition, due at once, without a unique key; the
+-- schedule's ticks are not touched. No row when there is no such schedule.
+INSERT INTO :"schema".jobs AS j (queue, payload, priority, max_attempts)
+SELECT s.queue, s.payload, s.priority, s.max_attempts
+FROM :"schema".schedules s
+WHERE s.name = :name::text
+RETURNING j.id;
+
 -- name: enqueue_tick
 -- ONE statement takes the tick and inserts its job, so both commit or neither does. Of two
 -- callers racing for one tick, the second's UPDATE waits for the first's row lock, then
 -- re-checks last_tick_at against the committed row (READ COMMITTED) and takes nothing.
+-- The job's id is drawn from the jobs' sequence first, so that the same UPDATE records it as
+-- the schedule's last_job_id (a second UPDATE of the row in one statement is not allowed).
+-- Should the insert meet a live job holding the tick's key, the recorded id is one no job has.
 WITH taken AS (
-  UPDATE :"schema".schedules s SET last_tick_at = :tick::timestamptz
+  UPDATE :"schema".schedules s
+  SET last_tick_at = :tick::timestamptz, last_job_id = nextval(':"schema".jobs_id_seq')
   WHERE s.name = :name::text AND coalesce(s.last_tick_at, s.created_at) < :tick::timestamptz
-  RETURNING s.queue, s.payload, s.priority, s.max_attempts
+  RETURNING s.queue, s.payload, s.priority, s.max_attempts, s.last_job_id
 )
-INSERT INTO :"schema".jobs AS j (queue, payload, priority, run_at, max_attempts, unique_key)
-SELECT t.queue, t.payload, t.priority, :tick::timestamptz, t.max_attempts, :unique_key::text
+INSERT INTO :"schema".jobs AS j (id, queue, payload, priority, run_at, max_attempts, unique_key)
+OVERRIDING SYSTEM VALUE
+SELECT t.last_job_id, t.queue, t.payload, t.priority, :tick::timestamptz, t.max_attempts,
+       :unique_key::text
 FROM taken t
 ON CONFLICT (queue, unique_key)
   WHERE unique_key IS NOT NULL AND state IN ('available', 'running')

@@ -218,11 +218,20 @@ INSERT INTO readpast_schedules (name, queue, spec, payload, priority, max_attemp
     max_attempts = excluded.max_attempts;
 
 -- name: list_schedules
-SELECT name, queue, spec, payload, priority, max_attempts, created_at, last_tick_at
+SELECT name, queue, spec, payload, priority, max_attempts, created_at, last_tick_at,
+       last_job_id
   FROM readpast_schedules ORDER BY name;
 
 -- name: delete_schedule
 DELETE FROM readpast_schedules WHERE name = :name;
+
+-- name: record_tick_job
+-- In the transaction that took the tick: the job it enqueued.
+UPDATE readpast_schedules SET last_job_id = :job_id WHERE name = :name;
+
+-- name: schedule_job
+-- What a job of the schedule needs (run now: no tick is taken).
+SELECT queue, payload, priority, max_attempts FROM readpast_schedules WHERE name = :name;
 
 -- name: take_tick
 -- Takes the tick when nobody has yet; returns what the job needs.

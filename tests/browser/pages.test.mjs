@@ -1,0 +1,412 @@
+// Browser tests of the dashboard's schedules and workers pages, the expired counts and the
+// job page's payload: Debian's headless Chromium driven by playwright-core, against a real
+// `readpast serve` over a SQLite file, with schedules added and worked by the real `readpast`
+// command. Where a state is hard to hold still on a live server (an expired lease, which the
+// server itself rescues within seconds, or workers with a stale heartbeat), the page is fed a
+// fixed answer of the documented API with page.route(). Screenshots (schedules.png,
+// job-json.png, workers.png, workers-stale.png) are written to $READPAST_SCREENSHOTS
+// (default: ./screenshots).
+//
+//   READPAST_CLI=/path/to/readpast node --test pages.test.mjs
+import {after, before, test} from 'node:test';
+import assert from 'node:assert/strict';
+import {spawn} from 'node:child_process';
+import {mkdtempSync, mkdirSync, rmSync, writeFileSync} from 'node:fs';
+import {tmpdir} from 'node:os';
+import path from 'node:path';
+import {chromium} from 'playwright-core';
+
+const CLI = process.env.READPAST_CLI;
+const CHROMIUM = process.env.READPAST_CHROMIUM || '/usr/bin/chromium';
+const SHOTS = process.env.READPAST_SCREENSHOTS || path.resolve('screenshots');
+const WAIT_MS = 15000;
+
+let dir;
+let env;
+let server;
+let base;
+let browser;
+let page;
+const running = new Set();  // readpast processes to kill if a test fails half-way
+
+// Runs `readpast ARGS` to its end; rejects on a non-zero exit. Without `input` its stdin is
+// /dev/null: a pipe that the command exits without reading could fail the write (EPIPE).
+function readpast(args, {input} = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(CLI, args,
+                        {env, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe']});
+    running.add(child);
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      running.delete(child);
+      if (code === 0) resolve(out);
+      else reject(new Error(`readpast ${args.join(' ')} exited ${code}: ${err}`));
+    });
+    if (input !== undefined) {
+      child.stdin.on('error', reject);
+      child.stdin.end(input);
+    }
+  });
+}
+
+// Starts `readpast serve` on a free port; resolves with its URL once it says it listens.
+function startServer() {
+  return new Promise((resolve, reject) => {
+    const child = spawn(CLI, ['serve', '--listen', '127.0.0.1:0', '--sample-interval', '500ms'],
+                        {env, stdio: ['ignore', 'ignore', 'pipe']});
+    running.add(child);
+    child.on('close', () => running.delete(child));
+    let err = '';
+    const timer = setTimeout(() => reject(new Error('serve did not start: ' + err)), WAIT_MS);
+    child.stderr.on('data', (d) => {
+      err += d;
+      const match = err.match(/serving on (http:\/\/127\.0\.0\.1:\d+)/);
+      if (match) {
+        clearTimeout(timer);
+        resolve({child, url: match[1]});
+      }
+    });
+    child.on('close', (code) => reject(new Error(`serve exited ${code}: ${err}`)));
+  });
+}
+
+async function api(method, urlPath, body) {
+  const response = await fetch(base + urlPath, {
+    method,
+    headers: {'Content-Type': 'application/json'},
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return {status: response.status, json: await response.json()};
+}
+
+// Waits until `read()` returns a value that satisfies `check`; fails with the last value.
+async function eventually(read, check, what) {
+  const deadline = Date.now() + WAIT_MS;
+  let value;
+  while (Date.now() < deadline) {
+    value = await read();
+    if (check(value)) return value;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.fail(`${what}: still ${JSON.stringify(value)} after ${WAIT_MS} ms`);
+}
+
+// Answers the page's requests for `urlPath` with `body` (JSON) instead of the server;
+// returns the function that stops it.
+async function answer(tab, urlPath, body) {
+  const matches = (url) => url.pathname === urlPath;
+  await tab.route(matches, (route) => route.fulfill({status: 200, contentType: 'application/json',
+                                                     body: JSON.stringify(body)}));
+  return () => tab.unroute(matches);
+}
+
+function iso(secondsAgo) {
+  return new Date(Date.now() - secondsAgo * 1000).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+before(async () => {
+  assert.ok(CLI, 'set READPAST_CLI to the readpast binary');
+  dir = mkdtempSync(path.join(tmpdir(), 'readpast-pages-'));
+  mkdirSync(SHOTS, {recursive: true});
+  env = {...process.env, READPAST_DB: 'sqlite:' + path.join(dir, 'jobs.db')};
+  delete env.READPAST_TOKEN;
+  await readpast(['init']);
+  const started = await startServer();
+  server = started.child;
+  base = started.url;
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  page = await browser.newPage({viewport: {width: 1366, height: 820}});
+  page.on('dialog', (dialog) => dialog.accept());
+});
+
+after(async () => {
+  if (server) {
+    running.delete(server);
+    server.kill('SIGTERM');
+  }
+  for (const child of running) child.kill('SIGKILL');
+  if (browser) await browser.close();
+  if (dir) rmSync(dir, {recursive: true, force: true});
+});
+
+test('the schedules page shows ticks and the last tick\'s job, and runs a schedule now',
+     async () => {
+  await page.goto(base + '/schedules');
+  await page.getByText('No schedules.').waitFor();
+
+  await readpast(['schedule', 'add', 'nightly-report', 'reports', '--cron', '0 3 * * *',
+                  '{"kind":"daily"}']);
+  await readpast(['schedule', 'add', 'standup', 'team', '--cron', '0 9 * * mon-fri',
+                  '--tz', 'Europe/Berlin', 'standup reminder']);
+  await readpast(['schedule', 'add', 'heartbeat', 'pings', '--every', '1s', 'ping']);
+  // A worker runs the schedules until the heartbeat's tick has made a job and run it.
+  const worker = spawn(CLI, ['work', 'pings', '--exec', 'cat >/dev/null', '--no-progress'],
+                       {env, stdio: 'ignore'});
+  running.add(worker);
+  const heartbeat = async () =>
+      (await api('GET', '/api/schedules')).json.schedules.find((s) => s.name === 'heartbeat');
+  await eventually(heartbeat, (s) => s && s.last_job && s.last_job.state === 'succeeded',
+                   'the heartbeat ticked');
+  const stopped = new Promise((resolve) => worker.on('close', resolve));
+  worker.kill('SIGTERM');
+  await stopped;
+  running.delete(worker);
+  const ticked = await heartbeat();
+
+  const row = (name) => page.locator(`tr[data-schedule="${name}"]`);
+  const col = (name, column) => row(name).locator(`td[data-col="${column}"]`);
+  await row('nightly-report').waitFor();
+  assert.equal(await col('nightly-report', 'queue').innerText(), 'reports');
+  assert.equal(await col('nightly-report', 'spec').innerText(), '0 3 * * *');
+  assert.equal(await col('nightly-report', 'zone').innerText(), 'UTC');
+  assert.match(await col('nightly-report', 'next').locator('time').getAttribute('datetime'),
+               /T03:00:00\.000000Z$/);
+  assert.match(await col('nightly-report', 'next').innerText(), /^in /);
+  assert.equal(await col('nightly-report', 'last').innerText(), '–');
+  assert.equal(await col('nightly-report', 'last-job').innerText(), '–');
+  assert.equal(await col('standup', 'spec').innerText(), '0 9 * * mon-fri');
+  assert.equal(await col('standup', 'zone').innerText(), 'Europe/Berlin');
+  // The heartbeat's last tick and the job it made, linked, with its state.
+  await eventually(() => col('heartbeat', 'last-job').innerText(),
+                   (t) => t === `${ticked.last_job.id} ${ticked.last_job.state}`,
+                   'the last tick\'s job');
+  const jobLink = col('heartbeat', 'last-job').locator('a');
+  assert.equal(await jobLink.getAttribute('href'), '/jobs/' + ticked.last_job.id);
+  assert.equal(await col('heartbeat', 'last-job').locator('[data-state]').getAttribute('data-state'),
+               ticked.last_job.state);
+  assert.match(await col('heartbeat', 'last').innerText(), /ago$/);
+
+  // Run now: one job of the schedule, at once; the ticks stay.
+  const before = (await api('GET', '/api/schedules')).json.schedules
+                     .find((s) => s.name === 'nightly-report');
+  await row('nightly-report').locator('button[data-action="run"]').click();
+  const link = page.locator('#run-notice a[data-job-link]');
+  await link.waitFor();
+  const id = Number(await link.getAttribute('data-job-link'));
+  const job = (await api('GET', '/api/jobs/' + id)).json;
+  assert.equal(job.queue, 'reports');
+  assert.equal(job.state, 'available');
+  assert.equal(job.payload, '{"kind":"daily"}');
+  assert.equal(job.unique_key, null);
+  const afterRun = (await api('GET', '/api/schedules')).json.schedules
+                       .find((s) => s.name === 'nightly-report');
+  assert.equal(afterRun.last_tick, before.last_tick);
+  assert.equal(afterRun.next_tick, before.next_tick);
+  assert.equal(afterRun.last_job, null);
+  assert.match(await page.locator('#run-notice').innerText(),
+               new RegExp(`^Enqueued job ${id} from schedule nightly-report`));
+  await page.screenshot({path: path.join(SHOTS, 'schedules.png'), fullPage: true});
+
+  // The link leads to the job's page.
+  await link.click();
+  await page.waitForURL(new RegExp(`/jobs/${id}$`));
+  await page.locator('h2 [data-state="available"]').waitFor();
+});
+
+test('running a schedule that was removed meanwhile says so and changes nothing', async () => {
+  await readpast(['schedule', 'add', 'doomed', 'gone', '--every', '1h']);
+  await page.goto(base + '/schedules');
+  await page.locator('tr[data-schedule="doomed"]').waitFor();
+  // The page still shows the row when the click comes: the server answers 404.
+  const schedulesPath = (url) => url.pathname === '/api/schedules';
+  await page.route(schedulesPath, async (route) => {
+    const response = await route.fetch();
+    const data = await response.json();
+    data.schedules.push({name: 'doomed', queue: 'gone', spec: 'every 1h', time_zone: 'UTC',
+                         payload: '', payload_encoding: 'utf8', priority: 100, max_attempts: 25,
+                         created_at: iso(60), last_tick: null, next_tick: iso(-3600),
+                         last_job: null});
+    data.schedules = data.schedules.filter((s, i, all) =>
+        all.findIndex((t) => t.name === s.name) === i);
+    await route.fulfill({response, json: data});
+  });
+  await readpast(['schedule', 'remove', 'doomed']);
+  await page.locator('tr[data-schedule="doomed"] button[data-action="run"]').click();
+  await eventually(() => page.locator('.alert').count(), (n) => n === 1, 'the error');
+  assert.match(await page.locator('.alert').innerText(), /no schedule named 'doomed'/);
+  await page.unroute(schedulesPath);
+  const stats = (await api('GET', '/api/queues')).json.queues.map((q) => q.queue);
+  assert.ok(!stats.includes('gone'), 'a job was enqueued into the removed schedule\'s queue');
+});
+
+test('a JSON payload is indented on the job page, as text; other payloads are as stored',
+     async () => {
+  const payload = JSON.stringify({to: 'a@example.com',
+                                  html: '<img src=x onerror="window.__pwned = true">',
+                                  items: [1, 2, {nested: true}]});
+  const id = Number((await readpast(['enqueue', 'mail', payload])).trim());
+  await page.goto(`${base}/jobs/${id}`);
+  const shown = page.locator('#payload');
+  await eventually(() => shown.getAttribute('data-format'), (f) => f === 'json', 'the format');
+  assert.equal(await shown.textContent(), JSON.stringify(JSON.parse(payload), null, 2));
+  assert.match(await shown.textContent(), /\n  "items": \[\n    1,/);
+  assert.equal(await shown.locator('*').count(), 0, 'the payload made elements');
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  assert.match(await page.locator('#payload').locator('xpath=..').innerText(), /JSON, indented/);
+  await page.screenshot({path: path.join(SHOTS, 'job-json.png'), fullPage: true});
+
+  for (const raw of ['{"almost": json', 'plain text <b>bold</b>\n  indented', '[1, 2']) {
+    const rawId = Number((await readpast(['enqueue', 'mail', raw])).trim());
+    await page.goto(`${base}/jobs/${rawId}`);
+    await eventually(() => shown.getAttribute('data-format'), (f) => f === 'raw', 'raw format');
+    assert.equal(await shown.textContent(), raw);
+    assert.equal(await shown.locator('*').count(), 0);
+  }
+});
+
+test('expired leases show in the summary cards and the queue table', async () => {
+  const tab = await browser.newPage({viewport: {width: 1366, height: 820}});
+  try {
+    const queue = (name, counts) => ({queue: name, available: 0, scheduled: 0, running: 0,
+                                      expired: 0, succeeded: 0, dead: 0, cancelled: 0,
+                                      oldest_available_age_s: 0, paused: false,
+                                      succeeded_per_s: 0, dead_per_s: 0, ...counts});
+    await answer(tab, '/api/queues', {queues: [
+      queue('emails', {available: 12, running: 9, expired: 4}),
+      queue('reports', {running: 2, expired: 3}),
+      queue('thumbnails', {available: 5}),
+    ]});
+    await tab.goto(base + '/');
+    const card = tab.locator('[data-total="expired"]');
+    await card.waitFor();
+    assert.equal(await card.locator('.value').innerText(), '7');
+    assert.match(await card.getAttribute('class'), /\bexpired\b/);
+    const expired = (q) => tab.locator(`tr[data-queue="${q}"] td[data-col="expired"]`);
+    assert.equal(await expired('emails').innerText(), '4');
+    assert.equal(await expired('reports').innerText(), '3');
+    assert.equal(await expired('thumbnails').innerText(), '0');
+    assert.equal(await expired('emails').locator('span.expired').count(), 1);
+    assert.equal(await expired('thumbnails').locator('span.expired').count(), 0);
+    assert.equal(await tab.locator('table#queues thead th').count(), 10);
+  } finally {
+    await tab.close();
+  }
+  // And from the real server: the field the page reads is there.
+  const real = (await api('GET', '/api/queues')).json.queues;
+  assert.ok(real.length > 0 && real.every((q) => typeof q.expired === 'number'));
+});
+
+test('the workers page lists processes, their heartbeats and the jobs they run', async () => {
+  const tab = await browser.newPage({viewport: {width: 1366, height: 820}});
+  try {
+    // The documented answer of GET /api/workers (docs/http.md).
+    const stop = await answer(tab, '/api/workers', {workers: [
+      {name: 'web-1/4242', host: 'web-1', pid: 4242, queues: ['emails', 'reports'], threads: 4,
+       started_at: iso(3 * 3600), heartbeat_at: iso(1.2), heartbeat_age_s: 1.2,
+       jobs: [{id: 7, queue: 'emails', started_at: iso(3.1), running_for_s: 3.1},
+              {id: 9, queue: 'reports', started_at: iso(95), running_for_s: 95}]},
+      {name: 'web-2/917', host: 'web-2', pid: 17,
+       queues: ['emails'], threads: 2, started_at: iso(86400), heartbeat_at: iso(47),
+       heartbeat_age_s: 47, jobs: [{id: 11, queue: 'emails', started_at: iso(60),
+                                   running_for_s: 60}]},
+      {name: 'batch/99', host: 'batch', pid: 99, queues: ['thumbnails'], threads: 8,
+       started_at: iso(600), heartbeat_at: iso(0.4), heartbeat_age_s: 0.4, jobs: []},
+    ]});
+    await tab.goto(base + '/workers');
+    const row = (name) => tab.locator(`tr[data-worker="${name}"]`);
+    const col = (name, c) => row(name).locator(`td[data-col="${c}"]`);
+    await row('web-1/4242').waitFor();
+    assert.equal(await tab.locator('tr[data-worker]').count(), 3);
+    assert.equal(await col('web-1/4242', 'queues').innerText(), 'emails, reports');
+    assert.equal(await col('web-1/4242', 'queues').locator('a').first().getAttribute('href'),
+                 '/jobs?queue=emails');
+    assert.equal(await col('web-1/4242', 'threads').innerText(), '4');
+    assert.equal(await col('web-1/4242', 'busy').innerText(), '2');
+    assert.match(await col('web-1/4242', 'started').innerText(), /^3h(\d+s)? ago$/);
+    assert.equal(await col('web-1/4242', 'heartbeat').innerText(), '1s ago');
+    assert.equal(await col('batch/99', 'heartbeat').innerText(), '<1s ago');
+    assert.equal(await col('batch/99', 'jobs').innerText(), 'idle');
+    // Per worker, the jobs it runs, linked to their pages.
+    const jobs = col('web-1/4242', 'jobs').locator('li[data-job]');
+    assert.equal(await jobs.count(), 2);
+    assert.equal(await jobs.nth(0).locator('a').getAttribute('href'), '/jobs/7');
+    assert.equal(await jobs.nth(1).innerText(), '9 reports · running for 1m35s');
+    // A heartbeat older than 30 s: the row and the age are marked stale; fresh ones are not.
+    const stale = 'web-2/917';
+    assert.match(await row(stale).getAttribute('class'), /\bstale\b/);
+    assert.equal(await col(stale, 'heartbeat').locator('.stale-beat').count(), 1);
+    assert.equal(await row('web-1/4242').getAttribute('class'), null);
+    assert.equal(await col('web-1/4242', 'heartbeat').locator('.stale-beat').count(), 0);
+    assert.equal(await tab.locator('#workers-summary').innerText(), '3 processes · 3 of 14 threads busy');
+    assert.equal(await tab.locator('nav a.current').innerText(), 'Workers');
+    await tab.screenshot({path: path.join(SHOTS, 'workers-stale.png'), fullPage: true});
+
+    await stop();
+    // Worker names and queues are text, never markup.
+    const hostile = 'evil/<img src=x onerror=window.__pwned=1>';
+    const stopHostile = await answer(tab, '/api/workers', {workers: [
+      {name: hostile, host: 'evil', pid: 1, queues: ['<b>q</b>'], threads: 1,
+       started_at: iso(5), heartbeat_at: iso(1), heartbeat_age_s: 1, jobs: []}]});
+    await tab.reload();
+    await row(hostile).waitFor();
+    assert.equal(await col(hostile, 'name').textContent(), hostile);
+    assert.equal(await col(hostile, 'name').locator('*').count(), 0);
+    assert.equal(await col(hostile, 'queues').innerText(), '<b>q</b>');
+    assert.equal(await tab.evaluate(() => window.__pwned), undefined);
+    await stopHostile();
+
+    await answer(tab, '/api/workers', {workers: []});
+    await tab.reload();
+    await tab.getByText('No workers are running.').waitFor();
+  } finally {
+    await tab.close();
+  }
+});
+
+test('the workers page shows a real worker process and the jobs it runs', async () => {
+  // Two jobs that run until the test lets them finish.
+  const gate = path.join(dir, 'go');
+  await readpast(['enqueue', 'crunch', 'a']);
+  await readpast(['enqueue', 'crunch', 'b']);
+  const worker = spawn(CLI, ['work', 'crunch', '--concurrency', '3', '--no-progress', '--exec',
+                             `while [ ! -e '${gate}' ]; do sleep 0.05; done`],
+                       {env, stdio: 'ignore'});
+  running.add(worker);
+  const stopped = new Promise((resolve) => worker.on('close', resolve));
+  try {
+    const reported = await eventually(
+        async () => (await api('GET', '/api/workers')).json.workers
+                        .find((w) => w.queues.includes('crunch')),
+        (w) => w && w.jobs.length === 2, 'the worker reports two running jobs');
+    assert.equal(reported.pid, worker.pid);
+
+    await page.goto(base + '/workers');
+    const row = page.locator(`tr[data-worker="${reported.name}"]`);
+    const col = (c) => row.locator(`td[data-col="${c}"]`);
+    await row.waitFor();
+    assert.equal(await col('name').innerText(), reported.name);
+    assert.match(await page.locator('#workers-summary').innerText(), /^1 process · 2 of 3 threads busy$/);
+    assert.equal(await col('queues').innerText(), 'crunch');
+    assert.equal(await col('threads').innerText(), '3');
+    assert.equal(await col('busy').innerText(), '2');
+    assert.match(await col('heartbeat').innerText(), /ago$/);
+    assert.equal(await row.getAttribute('class'), null, 'a live worker drawn as stale');
+    const ids = reported.jobs.map((j) => String(j.id)).sort();
+    const links = col('jobs').locator('li[data-job] a');
+    assert.equal(await links.count(), 2);
+    const shown = (await links.allInnerTexts()).sort();
+    assert.deepEqual(shown, ids);
+    assert.match(await col('jobs').locator('li').first().innerText(), /crunch · running for \d+s$/);
+    await page.screenshot({path: path.join(SHOTS, 'workers.png'), fullPage: true});
+
+    // A job's link leads to its page, which names the same worker.
+    await links.first().click();
+    await page.waitForURL(/\/jobs\/\d+$/);
+    await eventually(() => page.locator('[data-fact="worker"]').innerText(),
+                     (t) => t === reported.name, 'the job\'s worker');
+  } finally {
+    writeFileSync(gate, '');
+    worker.kill('SIGTERM');
+    await stopped;
+    running.delete(worker);
+  }
+});
