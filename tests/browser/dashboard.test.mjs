@@ -6,17 +6,17 @@
 //   READPAST_CLI=/path/to/readpast node --test dashboard.test.mjs
 import {after, before, test} from 'node:test';
 import assert from 'node:assert/strict';
-import {spawn} from 'node:child_process';
 import {mkdtempSync, mkdirSync, rmSync} from 'node:fs';
 import http from 'node:http';
 import {tmpdir} from 'node:os';
 import path from 'node:path';
 import {chromium} from 'playwright-core';
 
+import {WAIT_MS, callApi, eventually, runReadpast, startServe} from './harness.mjs';
+
 const CLI = process.env.READPAST_CLI;
 const CHROMIUM = process.env.READPAST_CHROMIUM || '/usr/bin/chromium';
 const SHOTS = process.env.READPAST_SCREENSHOTS || path.resolve('screenshots');
-const WAIT_MS = 15000;
 
 let dir;
 let env;
@@ -26,65 +26,15 @@ let browser;
 let page;
 const running = new Set();  // readpast processes to kill if a test fails half-way
 
-// Runs `readpast ARGS` to its end; rejects on a non-zero exit.
-function readpast(args, {input} = {}) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(CLI, args, {env, stdio: ['pipe', 'pipe', 'pipe']});
-    running.add(child);
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      running.delete(child);
-      if (code === 0) resolve(out);
-      else reject(new Error(`readpast ${args.join(' ')} exited ${code}: ${err}`));
-    });
-    child.stdin.end(input || '');
-  });
+// The shared harness (harness.mjs), bound to this file's environment.
+function readpast(args, options = {}) {
+  return runReadpast(CLI, env, running, args, options);
 }
-
-// Starts `readpast serve` on a free port; resolves with its URL once it says it listens.
 function startServer(extraEnv = {}) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(CLI, ['serve', '--listen', '127.0.0.1:0', '--sample-interval', '500ms'],
-                        {env: {...env, ...extraEnv}, stdio: ['ignore', 'ignore', 'pipe']});
-    running.add(child);
-    child.on('close', () => running.delete(child));
-    let err = '';
-    const timer = setTimeout(() => reject(new Error('serve did not start: ' + err)), WAIT_MS);
-    child.stderr.on('data', (d) => {
-      err += d;
-      const match = err.match(/serving on (http:\/\/127\.0\.0\.1:\d+)/);
-      if (match) {
-        clearTimeout(timer);
-        resolve({child, url: match[1]});
-      }
-    });
-    child.on('close', (code) => reject(new Error(`serve exited ${code}: ${err}`)));
-  });
+  return startServe(CLI, {...env, ...extraEnv}, running);
 }
-
-async function api(method, urlPath, body) {
-  const response = await fetch(base + urlPath, {
-    method,
-    headers: {'Content-Type': 'application/json'},
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return {status: response.status, json: await response.json()};
-}
-
-// Waits until `read()` returns a value that satisfies `check`; fails with the last value.
-async function eventually(read, check, what) {
-  const deadline = Date.now() + WAIT_MS;
-  let value;
-  while (Date.now() < deadline) {
-    value = await read();
-    if (check(value)) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.fail(`${what}: still ${JSON.stringify(value)} after ${WAIT_MS} ms`);
+function api(method, urlPath, body) {
+  return callApi(base, method, urlPath, body);
 }
 
 function cell(queue, column) {

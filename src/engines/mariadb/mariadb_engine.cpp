@@ -734,7 +734,7 @@ class MariadbEngine final : public Engine {
   }
 
   Status add_metrics(std::span<const MetricSample> rows) override {
-    auto done = write<bool>([&](Connection& c) -> Result<bool> {
+    return write_status([&](Connection& c) -> Status {
       using Q = sql::add_metric;
       for (const MetricSample& row : rows) {
         auto ok = c.run<Q>(c.params<Q>()
@@ -745,10 +745,8 @@ class MariadbEngine final : public Engine {
                                .set(Q::value, row.value));
         if (!ok) return fail_with(ok.error());
       }
-      return true;
+      return {};
     });
-    if (!done) return fail_with(done.error());
-    return {};
   }
 
   Result<std::vector<MetricSample>> metrics() override {
@@ -768,7 +766,7 @@ class MariadbEngine final : public Engine {
   }
 
   Status upsert_worker(const WorkerProcess& worker, Duration forget_after) override {
-    auto done = write<bool>([&](Connection& c) -> Result<bool> {
+    return write_status([&](Connection& c) -> Status {
       using Q = sql::upsert_worker;
       auto ok = c.run<Q>(c.params<Q>()
                              .set_bytes(Q::name, worker.name)
@@ -781,22 +779,18 @@ class MariadbEngine final : public Engine {
       if (auto forgot = c.run<F>(c.params<F>().set(F::forget_us, micros(forget_after))); !forgot) {
         return fail_with(forgot.error());
       }
-      return true;
+      return {};
     });
-    if (!done) return fail_with(done.error());
-    return {};
   }
 
   Status delete_worker(std::string_view name) override {
-    auto done = write<bool>([&](Connection& c) -> Result<bool> {
+    return write_status([&](Connection& c) -> Status {
       using Q = sql::delete_worker;
       if (auto ok = c.run<Q>(c.params<Q>().set_bytes(Q::name, name)); !ok) {
         return fail_with(ok.error());
       }
-      return true;
+      return {};
     });
-    if (!done) return fail_with(done.error());
-    return {};
   }
 
   Result<std::vector<WorkerProcess>> list_workers() override {
@@ -995,6 +989,17 @@ class MariadbEngine final : public Engine {
   template <class T, class Body>
   Result<T> write(Body&& body) {
     return run_body<T>(true, false, std::forward<Body>(body));
+  }
+
+  // write() for a body that only succeeds or fails (a Status).
+  template <class Body>
+  Status write_status(Body&& body) {
+    auto done = write<bool>([&](Connection& c) -> Result<bool> {
+      if (Status ok = body(c); !ok) return fail_with(ok.error());
+      return true;
+    });
+    if (!done) return fail_with(done.error());
+    return {};
   }
 
   // read_only: a single read, run again on a fresh connection after a stale one.

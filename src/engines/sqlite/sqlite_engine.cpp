@@ -581,7 +581,7 @@ class SqliteEngine final : public Engine {
   Result<TimePoint> now() override { return to_time(now_micros()); }
 
   Status add_metrics(std::span<const MetricSample> rows) override {
-    auto added = write<bool>([&](Connection& c, std::int64_t) -> Result<bool> {
+    return write_status([&](Connection& c, std::int64_t) -> Status {
       using Q = sql::add_metric;
       for (const MetricSample& row : rows) {
         auto statement = c.prepare(Q::text);
@@ -594,10 +594,8 @@ class SqliteEngine final : public Engine {
         s.bind(Q::value, row.value);
         if (auto ok = run(s); !ok) return fail_with(ok.error());
       }
-      return true;
+      return {};
     });
-    if (!added) return fail_with(added.error());
-    return {};
   }
 
   Result<std::vector<MetricSample>> metrics() override {
@@ -616,7 +614,7 @@ class SqliteEngine final : public Engine {
   }
 
   Status upsert_worker(const WorkerProcess& worker, Duration forget_after) override {
-    auto done = write<bool>([&](Connection& c, std::int64_t now) -> Result<bool> {
+    return write_status([&](Connection& c, std::int64_t now) -> Status {
       using Q = sql::upsert_worker;
       auto upsert = c.prepare(Q::text);
       if (!upsert) return fail_with(upsert.error());
@@ -634,22 +632,18 @@ class SqliteEngine final : public Engine {
       (*forget)->bind(sql::forget_stale_workers::before,
                       now - static_cast<std::int64_t>(forget_after.count()));
       if (auto ok = run(**forget); !ok) return fail_with(ok.error());
-      return true;
+      return {};
     });
-    if (!done) return fail_with(done.error());
-    return {};
   }
 
   Status delete_worker(std::string_view name) override {
-    auto done = write<bool>([&](Connection& c, std::int64_t) -> Result<bool> {
+    return write_status([&](Connection& c, std::int64_t) -> Status {
       auto statement = c.prepare(sql::delete_worker::text);
       if (!statement) return fail_with(statement.error());
       (*statement)->bind(sql::delete_worker::name, name);
       if (auto ok = run(**statement); !ok) return fail_with(ok.error());
-      return true;
+      return {};
     });
-    if (!done) return fail_with(done.error());
-    return {};
   }
 
   Result<std::vector<WorkerProcess>> list_workers() override {
@@ -762,6 +756,17 @@ class SqliteEngine final : public Engine {
 
   // Runs body(connection) outside any explicit transaction: one statement reads one
   // consistent snapshot.
+  // write() for a body that only succeeds or fails (a Status).
+  template <class Body>
+  Status write_status(Body&& body) {
+    auto done = write<bool>([&](Connection& c, std::int64_t now) -> Result<bool> {
+      if (Status ok = body(c, now); !ok) return fail_with(ok.error());
+      return true;
+    });
+    if (!done) return fail_with(done.error());
+    return {};
+  }
+
   template <class T, class Body>
   Result<T> read(Body&& body) {
     auto connection = acquire();
