@@ -11,12 +11,6 @@
 namespace readpast::test {
 namespace {
 
-std::vector<JobId> ids_of(const std::vector<Job>& jobs) {
-  std::vector<JobId> ids;
-  for (const auto& job : jobs) ids.push_back(job.id);
-  return ids;
-}
-
 TEST_P(QueueTest, LeaseOrdersByPriorityThenRunAtThenId) {
   const TimePoint t0 = now();
   auto at = [&](int priority, Duration ago) {

@@ -8,12 +8,6 @@
 namespace readpast::test {
 namespace {
 
-std::vector<JobId> ids_of(const std::vector<Job>& jobs) {
-  std::vector<JobId> v;
-  for (const auto& j : jobs) v.push_back(j.id);
-  return v;
-}
-
 std::vector<JobId> reversed(std::vector<JobId> v) {
   std::reverse(v.begin(), v.end());
   return v;

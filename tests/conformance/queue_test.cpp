@@ -21,6 +21,13 @@ void ok(Status status, std::source_location where) {
   if (!status) throw_unexpected(status.error(), where);
 }
 
+std::vector<JobId> ids_of(const std::vector<Job>& jobs) {
+  std::vector<JobId> ids;
+  ids.reserve(jobs.size());
+  for (const auto& job : jobs) ids.push_back(job.id);
+  return ids;
+}
+
 NewJob new_job(std::string queue, std::string payload) {
   NewJob job;
   job.queue = std::move(queue);

@@ -85,6 +85,9 @@ template <class T>
 // A job of `queue` with `payload` and the defaults of NewJob.
 NewJob new_job(std::string queue, std::string payload = "payload");
 
+// The ids of the jobs, in their order.
+std::vector<JobId> ids_of(const std::vector<Job>& jobs);
+
 // Every column, one line: equal strings mean equal rows.
 std::string dump(const Job& job);
 std::string dump(const QueueStats& stats);

@@ -386,7 +386,6 @@ TEST_F(SqliteEngineTest, RunningJobsHaveNoEntryInTheQueueStateIndexAfterAnUpgrad
   EXPECT_EQ(stats->front().available, 1);
 }
 
-}  // namespace
 // Schema version 6: a schedule records the job of its latest tick. A schedule of version 5
 // (which had ticked) keeps its definition and tick; its last job is unknown until it ticks.
 TEST_F(SqliteEngineTest, ASchedulesLastJobIsRecordedAfterAnUpgradeFrom5) {
@@ -411,4 +410,5 @@ TEST_F(SqliteEngineTest, ASchedulesLastJobIsRecordedAfterAnUpgradeFrom5) {
   EXPECT_EQ(*schedules->front().last_job, enqueued->front().id);
 }
 
+}  // namespace
 }  // namespace readpast::test
