@@ -40,7 +40,8 @@ namespace {
 // the shape lease_take_many and the *_many settles read with JSON_TABLE.
 void append_lease_pair(std::string& json, JobId id, const LeaseToken& token) {
   if (json.size() > 1) json += ',';
-  json += "[" + std::to_string(id) + ",\"" + token.hex() + "\"]";
+  // Appended piece by piece: GCC 12 at -O3 warns falsely (-Wrestrict) on "[" + std::string.
+  json.append("[").append(std::to_string(id)).append(",\"").append(token.hex()).append("\"]");
 }
 
 using mariadb::Connection;
