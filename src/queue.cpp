@@ -117,25 +117,6 @@ struct Queue::State {
   }
 };
 
-std::string_view to_string(ListView view) noexcept {
-  switch (view) {
-    case ListView::kScheduled:
-      return "scheduled";
-    case ListView::kRetrying:
-      return "retrying";
-    case ListView::kExpired:
-      return "expired";
-  }
-  return "scheduled";
-}
-
-std::optional<ListView> parse_list_view(std::string_view text) noexcept {
-  for (ListView view : {ListView::kScheduled, ListView::kRetrying, ListView::kExpired}) {
-    if (text == to_string(view)) return view;
-  }
-  return std::nullopt;
-}
-
 namespace {
 
 Status validate_ref(const LeaseToken& token) {

@@ -4,6 +4,7 @@
 
 #include "core/lease_tokens.hpp"
 #include "core/random_bytes.hpp"
+#include "readpast/options.hpp"
 
 namespace readpast {
 
@@ -55,6 +56,25 @@ LeaseToken LeaseToken::random() {
   std::string hex(detail::kLeaseTokenHexDigits, '\0');
   detail::write_token_hex(bytes, std::span<char, detail::kLeaseTokenHexDigits>(hex));
   return LeaseToken(std::move(hex));
+}
+
+std::string_view to_string(ListView view) noexcept {
+  switch (view) {
+    case ListView::kScheduled:
+      return "scheduled";
+    case ListView::kRetrying:
+      return "retrying";
+    case ListView::kExpired:
+      return "expired";
+  }
+  return "scheduled";
+}
+
+std::optional<ListView> parse_list_view(std::string_view text) noexcept {
+  for (ListView view : {ListView::kScheduled, ListView::kRetrying, ListView::kExpired}) {
+    if (text == to_string(view)) return view;
+  }
+  return std::nullopt;
 }
 
 }  // namespace readpast

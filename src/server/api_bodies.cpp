@@ -1,6 +1,8 @@
 #include "server/api_bodies.hpp"
 
 #include "json/job_json.hpp"
+#include "readpast/queue.hpp"
+#include "server/api_support.hpp"
 
 namespace readpast::server {
 namespace {
@@ -178,6 +180,65 @@ Result<PurgeRequest> read_purge(const JsonBody& body, const std::string& queue) 
   if (!older_than) return fail_with(older_than.error());
   return PurgeRequest{
       .queue = queue, .state = *state, .older_than = *older_than, .limit = std::nullopt};
+}
+
+Result<ListQuery> read_list_query(const HttpRequest& request) {
+  ListQuery query;
+  ListRequest& list = query.list;
+  if (auto name = request.query_value("queue"); name && !name->empty()) {
+    if (auto ok = validate_queue_name(*name); !ok) return fail_with(ok.error());
+    list.queue = std::string(*name);
+  }
+  if (auto state = request.query_value("state"); state && !state->empty()) {
+    auto parsed = parse_job_state(*state);
+    if (!parsed) {
+      return fail_with(Error::invalid_argument(
+          "?state= must be one of available, running, succeeded, dead, cancelled"));
+    }
+    list.state = *parsed;
+  }
+  if (auto view = request.query_value("view"); view && !view->empty()) {
+    auto parsed = parse_list_view(*view);
+    if (!parsed) {
+      return fail_with(
+          Error::invalid_argument("?view= must be one of scheduled, retrying, expired"));
+    }
+    list.view = *parsed;
+  }
+  if (auto text = request.query_value("q"); text && !text->empty()) {
+    list.search = std::string(*text);
+  }
+  if (auto order = request.query_value("order"); order && !order->empty()) {
+    if (*order != "newest" && *order != "oldest") {
+      return fail_with(Error::invalid_argument("?order= must be newest or oldest"));
+    }
+    query.newest = *order == "newest";
+  }
+  auto before = query_integer(request, "before", 1, INT64_MAX, 0);
+  if (!before) return fail_with(before.error());
+  auto after = query_integer(request, "after", 0, INT64_MAX - 1, -1);
+  if (!after) return fail_with(after.error());
+  if (*before > 0 && *after >= 0) {
+    return fail_with(Error::invalid_argument("give ?before= or ?after=, not both"));
+  }
+  auto limit = query_integer(request, "limit", 1, kMaxListPage, kDefaultListPage);
+  if (!limit) return fail_with(limit.error());
+  auto payload_max = query_integer(request, "payload_max", 0, INT64_MAX, INT64_MAX);
+  if (!payload_max) return fail_with(payload_max.error());
+  query.before = *before;
+  query.after = *after;
+  query.limit = *limit;
+  query.payload_max = *payload_max;
+  list.limit = static_cast<int>(*limit) + 1;
+  list.scan_limit = kListScanIds;
+  // The cursor that reads against the order (towards the "prev" side), if that is the one
+  // given.
+  query.backwards = query.newest ? *after >= 0 : *before > 0;
+  const bool newest_read = query.newest != query.backwards;
+  list.order = newest_read ? ListOrder::kNewestFirst : ListOrder::kOldestFirst;
+  if (*before > 0) list.before_id = *before;
+  if (*after >= 0) list.after_id = *after;
+  return query;
 }
 
 }  // namespace readpast::server

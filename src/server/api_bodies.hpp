@@ -6,11 +6,13 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "readpast/job.hpp"
 #include "readpast/options.hpp"
+#include "server/http.hpp"
 #include "server/json_body.hpp"
 
 namespace readpast::server {
@@ -51,6 +53,27 @@ Status read_empty(const JsonBody& body);
 Result<std::vector<JobId>> read_job_ids(const JsonBody& body);
 // POST /api/queues/Q/retry: {"state": "dead" (default) | "cancelled"}
 Result<JobState> read_retry_all(const JsonBody& body);
+
+// GET /api/jobs?queue=Q&state=S&view=V&q=TEXT&order=newest|oldest&before=ID|after=ID
+//              &limit=N&payload_max=BYTES, checked (docs/http.md "Look at jobs").
+inline constexpr std::int64_t kDefaultListPage = 50;
+inline constexpr std::int64_t kMaxListPage = 1000;
+// How many consecutive ids one list request with a view, a search or a state without a queue
+// looks at, at most (ListRequest::scan_limit; docs/benchmarks.md for its cost).
+inline constexpr std::int64_t kListScanIds = 20000;
+struct ListQuery {
+  // queue, state, view, search and scan_limit as asked; order, cursors and limit as the
+  // engine is to read them: one job more than the page (whether it comes tells whether
+  // there is a page beyond), against the asked order when the cursor points backwards.
+  ListRequest list;
+  bool newest = true;       // the order asked for
+  bool backwards = false;   // the cursor reads against that order
+  std::int64_t before = 0;  // > 0 when given
+  std::int64_t after = -1;  // >= 0 when given; never both
+  std::int64_t limit = kDefaultListPage;
+  std::int64_t payload_max = INT64_MAX;
+};
+Result<ListQuery> read_list_query(const HttpRequest& request);
 // POST /api/queues/Q/purge: {"state", "older_than"}
 Result<PurgeRequest> read_purge(const JsonBody& body, const std::string& queue);
 

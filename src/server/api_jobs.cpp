@@ -15,13 +15,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr std::int64_t kDefaultPage = 50;
-constexpr std::int64_t kMaxPage = 1000;
-// How many consecutive ids one list request with a view, a search or a state without a queue
-// looks at, at most
-// (ListRequest::scan_limit; docs/http.md "Look at jobs", docs/benchmarks.md for its cost).
-constexpr std::int64_t kScanIds = 20000;
-
 // Cuts a payload to at most `limit` bytes without splitting a UTF-8 character.
 bool truncate_payload(std::string& payload, std::size_t limit) {
   if (payload.size() <= limit) return false;
@@ -38,67 +31,25 @@ bool truncate_payload(std::string& payload, std::size_t limit) {
 // none. A cursor that points backwards (?after= in newest-first order, ?before= in oldest-first)
 // reads that way and turns the page round, so both directions are keyset range scans, however
 // deep (job_pages.hpp). With a view, a search or a state without a queue a request looks at no
-// more than kScanIds consecutive ids; a page that stopped there may be short, or empty, with a
-// "next" to go on.
+// more than kListScanIds (api_bodies.hpp) consecutive ids; a page that stopped there may be short,
+// or empty, with a "next" to go on.
 Result<HttpResponse> list(Queue& queue, const HttpRequest& request) {
-  ListRequest list;
-  if (auto name = request.query_value("queue"); name && !name->empty()) {
-    if (auto ok = validate_queue_name(*name); !ok) return fail_with(ok.error());
-    list.queue = std::string(*name);
-  }
-  if (auto state = request.query_value("state"); state && !state->empty()) {
-    auto parsed = parse_job_state(*state);
-    if (!parsed) {
-      return fail_with(Error::invalid_argument(
-          "?state= must be one of available, running, succeeded, dead, cancelled"));
-    }
-    list.state = *parsed;
-  }
-  if (auto view = request.query_value("view"); view && !view->empty()) {
-    auto parsed = parse_list_view(*view);
-    if (!parsed) {
-      return fail_with(
-          Error::invalid_argument("?view= must be one of scheduled, retrying, expired"));
-    }
-    list.view = *parsed;
-  }
-  if (auto text = request.query_value("q"); text && !text->empty())
-    list.search = std::string(*text);
-  bool newest = true;
-  if (auto order = request.query_value("order"); order && !order->empty()) {
-    if (*order != "newest" && *order != "oldest") {
-      return fail_with(Error::invalid_argument("?order= must be newest or oldest"));
-    }
-    newest = *order == "newest";
-  }
-  auto before = query_integer(request, "before", 1, INT64_MAX, 0);
-  if (!before) return fail_with(before.error());
-  auto after = query_integer(request, "after", 0, INT64_MAX - 1, -1);
-  if (!after) return fail_with(after.error());
-  if (*before > 0 && *after >= 0) {
-    return fail_with(Error::invalid_argument("give ?before= or ?after=, not both"));
-  }
-  auto limit = query_integer(request, "limit", 1, kMaxPage, kDefaultPage);
-  if (!limit) return fail_with(limit.error());
-  // One job more than the page: whether it comes tells whether there is a page beyond.
-  list.limit = static_cast<int>(*limit) + 1;
-  auto payload_max = query_integer(request, "payload_max", 0, INT64_MAX, INT64_MAX);
-  if (!payload_max) return fail_with(payload_max.error());
-  list.scan_limit = kScanIds;
-
-  // The cursor that reads against the order (towards the "prev" side), if that is the one given.
-  const bool backwards = newest ? *after >= 0 : *before > 0;
-  const bool newest_read = newest != backwards;
-  list.order = newest_read ? ListOrder::kNewestFirst : ListOrder::kOldestFirst;
-  if (*before > 0) list.before_id = *before;
-  if (*after >= 0) list.after_id = *after;
+  auto query = read_list_query(request);
+  if (!query) return fail_with(query.error());
+  const bool newest = query->newest;
+  const bool backwards = query->backwards;
+  const std::int64_t before = query->before;
+  const std::int64_t after = query->after;
+  const std::int64_t limit = query->limit;
+  const std::int64_t payload_max = query->payload_max;
+  ListRequest& list = query->list;
 
   auto page = list_page(queue, list);
   if (!page) return fail_with(page.error());
   auto& jobs = page->jobs;
   std::optional<JobId> resume = page->resume_id;
-  if (jobs.size() > static_cast<std::size_t>(*limit)) {
-    jobs.resize(static_cast<std::size_t>(*limit));
+  if (jobs.size() > static_cast<std::size_t>(limit)) {
+    jobs.resize(static_cast<std::size_t>(limit));
     resume = jobs.back().id;
   }  // else resume_id, if any, is where the scan window stopped (ListRequest::scan_limit)
   if (backwards) std::reverse(jobs.begin(), jobs.end());
@@ -109,9 +60,9 @@ Result<HttpResponse> list(Queue& queue, const HttpRequest& request) {
   // Ahead: the side the order goes to (older when newest first); behind: the other.
   auto ahead = [&](JobId id) { return newest ? older(id) : newer(id); };
   auto behind = [&](JobId id) { return newest ? newer(id) : older(id); };
-  const std::int64_t given = *before > 0 ? *before : *after;
+  const std::int64_t given = before > 0 ? before : after;
   // The bound just past the given cursor on the other side (a page with no job in it).
-  const std::int64_t mirror = *before > 0 ? *before - 1 : *after + 1;
+  const std::int64_t mirror = before > 0 ? before - 1 : after + 1;
   Json next = nullptr;
   Json prev = nullptr;
   if (!backwards) {
@@ -130,7 +81,7 @@ Result<HttpResponse> list(Queue& queue, const HttpRequest& request) {
 
   Json out = Json::array();
   for (auto& job : jobs) {
-    bool truncated = truncate_payload(job.payload, static_cast<std::size_t>(*payload_max));
+    bool truncated = truncate_payload(job.payload, static_cast<std::size_t>(payload_max));
     Json item = json::job_to_json(job);
     if (truncated) item["payload_truncated"] = true;
     out.push_back(std::move(item));
