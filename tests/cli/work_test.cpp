@@ -216,18 +216,24 @@ TEST_F(CliTest, PrefetchHoldsThatManyJobsAheadOfTheRunningOne) {
                               "sleep 0.01; done";
   auto worker = start({"work", "pf", "--exec", command, "--concurrency", "1", "--prefetch", "2",
                        "--drain", "--no-progress"});
+  auto count_started = [&] {
+    std::size_t started = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
+      started += entry.path().filename().string().starts_with("start.") ? 1 : 0;
+    }
+    return started;
+  };
+  // The three leases commit before the first command has marked its start: wait for both.
   bool held = false;
-  for (int i = 0; i < 500 && !held; ++i) {
+  for (int i = 0; i < 500 && !(held && count_started() > 0); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     auto counts = stats("pf");
     held = counts["running"] == 3 && counts["available"] == kJobs - 3;
   }
   EXPECT_TRUE(held) << "one running and two held ahead: " << stats("pf").dump();
-  std::size_t started = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
-    started += entry.path().filename().string().starts_with("start.") ? 1 : 0;
-  }
-  EXPECT_EQ(started, 1u) << "the held jobs must not run before a slot is free";
+  // Time for a held job to start, were the worker to run it too early.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(count_started(), 1u) << "the held jobs must not run before a slot is free";
   write_file(path("go"), "");
   auto r = worker->wait(std::chrono::seconds(30));
   EXPECT_EQ(r.exit_code, 0) << r.err;
