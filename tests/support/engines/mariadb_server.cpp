@@ -212,7 +212,11 @@ void MariadbServer::start() {
              "--bind-address=127.0.0.1", "--pid-file=" + pid_file.string(), "--skip-name-resolve",
              "--skip-log-bin", "--max-connections=300", "--max-allowed-packet=64M",
              "--innodb-flush-log-at-trx-commit=2", "--innodb-buffer-pool-size=64M",
-             "--innodb-log-file-size=32M", "--table-open-cache=400", "--skip-performance-schema"},
+             "--innodb-log-file-size=32M", "--table-open-cache=400", "--skip-performance-schema",
+             // Its own temporary files' directory: a mariadbd that starts removes the #sql*
+             // files it finds in its tmpdir, so with the default /tmp a test server starting
+             // beside another one deleted that one's temporary tables mid-statement.
+             "--tmpdir=" + dir_.string()},
             dir_ / "server.log", dir_, switch_user_, run_uid_, run_gid_);
   // Ready when root can log in over the socket (and the server still runs).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
