@@ -58,6 +58,27 @@ struct Queue::State {
     return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
   }
 
+  // When lease() last resolved dependencies (guarded by mu).
+  std::optional<std::chrono::steady_clock::time_point> last_resolve;
+  bool resolve_due() {
+    auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(mu);
+    if (last_resolve && now - *last_resolve < Queue::kResolveInterval) return false;
+    last_resolve = now;
+    return true;
+  }
+
+  // Tells dependents until nothing is left (Queue::resolve_dependencies).
+  Result<std::int64_t> resolve_all() {
+    std::int64_t total = 0;
+    while (true) {
+      auto moved = noted(engine->resolve_dependencies());
+      if (!moved) return fail_with(moved.error());
+      if (*moved == 0) return total;
+      total += *moved;
+    }
+  }
+
   // True when the queue's expired leases are due for a rescue; marks it done.
   bool rescue_due(std::string_view queue) {
     auto now = std::chrono::steady_clock::now();
@@ -201,6 +222,9 @@ Result<std::vector<Job>> Queue::lease(const LeaseRequest& request) {
     if (!rescued) return fail_with(rescued.error());
     state_->metrics->rescued(request.queue, *rescued);
   }
+  // Jobs that waited for others become available here, even when only workers run; an
+  // error leaves it to the next lease (the lease itself does not depend on it).
+  if (!state_->options.read_only && state_->resolve_due()) (void)state_->resolve_all();
   const auto sent = std::chrono::steady_clock::now();
   auto jobs = state_->noted(state_->engine->lease(request));
   if (jobs) {
@@ -361,7 +385,10 @@ Result<std::int64_t> Queue::rescue_expired_all() {
 
 Result<std::vector<JobId>> Queue::cancel(std::span<const JobId> ids) {
   if (ids.empty()) return std::vector<JobId>{};
-  return state_->engine->cancel(ids);
+  auto cancelled = state_->engine->cancel(ids);
+  if (!cancelled) return cancelled;
+  if (auto told = state_->resolve_all(); !told) return fail_with(told.error());
+  return cancelled;
 }
 
 Result<std::vector<JobId>> Queue::retry(std::span<const JobId> ids) {
@@ -604,6 +631,14 @@ Result<JobPage> Queue::list_page(const ListRequest& request) {
   }
   return page;
 }
+
+Result<Dependencies> Queue::dependencies(JobId id) {
+  auto job = get(id);
+  if (!job) return fail_with(job.error());
+  return state_->engine->dependencies(id);
+}
+
+Result<std::int64_t> Queue::resolve_dependencies() { return state_->resolve_all(); }
 
 Result<Job> Queue::get(JobId id) {
   auto job = state_->engine->get(id);

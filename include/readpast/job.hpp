@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "readpast/time.hpp"
 
@@ -16,8 +17,9 @@ namespace readpast {
 using JobId = std::int64_t;
 
 // Stored states. "scheduled" (available, run_at in the future) and "retrying" (available,
-// attempts > 0) are derived for display only. See docs/state_machine.md.
-enum class JobState { kAvailable, kRunning, kSucceeded, kDead, kCancelled };
+// attempts > 0) are derived for display only. kWaiting: the job waits for the jobs it was
+// enqueued after (NewJob::after; docs/workflows.md). See docs/state_machine.md.
+enum class JobState { kAvailable, kRunning, kSucceeded, kDead, kCancelled, kWaiting };
 
 std::string_view to_string(JobState state) noexcept;
 std::optional<JobState> parse_job_state(std::string_view text) noexcept;
@@ -75,7 +77,33 @@ struct NewJob {
   std::optional<TimePoint> run_at;
   int max_attempts = kDefaultMaxAttempts;
   std::optional<std::string> unique_key;
+  // Dependencies: the job waits (JobState::kWaiting) until every listed job has succeeded,
+  // then becomes available, its delay counted from then; it is cancelled when one of them
+  // ends dead or cancelled. Each id must name an existing job (kInvalidArgument otherwise);
+  // one that already succeeded counts as met. At most kMaxDependencies.
+  std::vector<JobId> after;
 };
+
+inline constexpr std::size_t kMaxDependencies = 1000;
+
+// One edge of the dependency graph as Queue::dependencies reports it: the job at the other
+// end, its state, and whether the edge is met (that job succeeded while the dependent
+// waited).
+struct Dependency {
+  JobId id = 0;
+  std::optional<JobState> state;  // nullopt: the job no longer exists (purged)
+  bool met = false;
+};
+
+// What a job waits for and what waits for it, each by id. dependents holds at most
+// kMaxListedDependents; dependent_count is the full number.
+struct Dependencies {
+  std::vector<Dependency> after;
+  std::vector<Dependency> dependents;
+  std::int64_t dependent_count = 0;
+};
+
+inline constexpr int kMaxListedDependents = 1000;
 
 struct Enqueued {
   JobId id = 0;

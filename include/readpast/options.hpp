@@ -176,6 +176,8 @@ struct QueueStats {
   std::int64_t succeeded = 0;
   std::int64_t dead = 0;
   std::int64_t cancelled = 0;
+  // Enqueued after jobs that have not all succeeded yet (NewJob::after).
+  std::int64_t waiting = 0;
   // Age of the oldest available job whose run_at has come; zero when there is none.
   Duration oldest_available_age{0};
   // Paused queues hand out no jobs (Queue::pause); a paused queue is listed even when it

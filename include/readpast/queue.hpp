@@ -120,9 +120,12 @@ class Queue {
   // for a loop.
   Result<std::int64_t> rescue_expired_all();
 
-  // available or running → cancelled. Returns the ids that were cancelled.
+  // waiting, available or running → cancelled; then the jobs that waited for them are
+  // cancelled too, down the chain (resolve_dependencies). Returns the ids that were cancelled.
   Result<std::vector<JobId>> cancel(std::span<const JobId> ids);
-  // dead or cancelled → available now, attempts reset to 0. Returns the ids retried.
+  // dead or cancelled → available now, attempts reset to 0; a job enqueued after others goes
+  // back to waiting for those that have not succeeded (docs/workflows.md). Returns the ids
+  // retried.
   Result<std::vector<JobId>> retry(std::span<const JobId> ids);
   // Deletes the jobs among ids that are succeeded, dead or cancelled (never a live job: cancel
   // it first). Returns the ids deleted.
@@ -181,6 +184,17 @@ class Queue {
   Result<std::vector<Job>> list(const ListRequest& request);
   Result<JobPage> list_page(const ListRequest& request);
   Result<Job> get(JobId id);  // kNotFound when there is no such job
+  // What the job waits for (NewJob::after) and what waits for it; empty lists for a job
+  // without dependencies, kNotFound when there is no such job.
+  Result<Dependencies> dependencies(JobId id);
+  // Tells the dependents of jobs that finished (docs/workflows.md): a waiting job whose last
+  // dependency succeeded becomes available; one whose dependency ended dead or cancelled is
+  // cancelled, and so on down the chain. Every step is a short transaction of its own; this
+  // goes on until nothing is left and returns how many jobs and edges it went through.
+  // lease() calls it by itself at most every kResolveInterval and cancel() at once,
+  // so that nobody else needs to; a crash in between only delays it.
+  static constexpr Duration kResolveInterval = std::chrono::milliseconds(100);
+  Result<std::int64_t> resolve_dependencies();
 
   // Metrics (docs/metrics.md). A Queue counts the jobs it leased as they settle (completed,
   // failed, dead, lease lost), rescues, database errors, and times runs, queue waits and

@@ -20,13 +20,15 @@ std::string_view to_string(JobState state) noexcept {
       return "dead";
     case JobState::kCancelled:
       return "cancelled";
+    case JobState::kWaiting:
+      return "waiting";
   }
   return "available";
 }
 
 std::optional<JobState> parse_job_state(std::string_view text) noexcept {
   for (auto state : {JobState::kAvailable, JobState::kRunning, JobState::kSucceeded,
-                     JobState::kDead, JobState::kCancelled}) {
+                     JobState::kDead, JobState::kCancelled, JobState::kWaiting}) {
     if (to_string(state) == text) return state;
   }
   return std::nullopt;

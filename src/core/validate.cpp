@@ -94,6 +94,21 @@ Status validate_new_job(const NewJob& job, std::size_t max_payload_bytes) {
       return fail_with(Error::invalid_argument("run_at must be between the years 1 and 9999"));
     }
   }
+  if (job.after.size() > kMaxDependencies) {
+    return fail_with(Error::invalid_argument("a job can wait for at most " +
+                                             std::to_string(kMaxDependencies) + " jobs"));
+  }
+  for (std::size_t i = 0; i < job.after.size(); ++i) {
+    if (job.after[i] < 1) {
+      return fail_with(Error::invalid_argument("job ids to wait for are positive"));
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (job.after[j] == job.after[i]) {
+        return fail_with(Error::invalid_argument("job " + std::to_string(job.after[i]) +
+                                                 " is listed twice to wait for"));
+      }
+    }
+  }
   if (job.unique_key) {
     if (job.unique_key->empty()) {
       return fail_with(Error::invalid_argument("unique key must not be empty"));

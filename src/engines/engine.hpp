@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dependencies.hpp"
 #include "core/schedule_spec.hpp"
 #include "readpast/error.hpp"
 #include "readpast/job.hpp"
@@ -50,6 +51,8 @@ inline std::int64_t& count_of(QueueStats& stats, JobState state) {
       return stats.dead;
     case JobState::kCancelled:
       return stats.cancelled;
+    case JobState::kWaiting:
+      return stats.waiting;
   }
   return stats.available;
 }
@@ -108,6 +111,14 @@ class Engine {
   // Deletes the jobs among ids that are succeeded, dead or cancelled; returns those ids.
   virtual Result<std::vector<JobId>> remove(std::span<const JobId> ids) = 0;
   virtual Result<std::optional<Job>> get(JobId id) = 0;
+  // What the job waits for and what waits for it (at most kMaxListedDependents of those).
+  virtual Result<Dependencies> dependencies(JobId id) = 0;
+  // One round (docs/workflows.md): takes up to kResolveJobs finished jobs that still have
+  // dependents to tell and tells up to kResolveChunk dependents of each, in short
+  // transactions; a success meets the edge (the last one makes the dependent available), a
+  // death or cancellation cancels the waiting dependents. Returns how many jobs and edges it
+  // went through: 0 when nothing was left to tell.
+  virtual Result<std::int64_t> resolve_dependencies() = 0;
   virtual Result<std::vector<FinishedCounts>> finished_since(
       TimePoint since, std::optional<std::string_view> queue) = 0;
 

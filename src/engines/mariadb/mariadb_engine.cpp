@@ -143,6 +143,12 @@ class MariadbEngine final : public Engine {
     std::vector<Enqueued> results;
     results.reserve(jobs.size());
     for (const NewJob& job : jobs) {
+      if (!job.after.empty()) {
+        auto id = insert_dependent(c, job);
+        if (!id) return fail_with(id.error());
+        results.push_back(Enqueued{*id, true});
+        continue;
+      }
       // Twice at most: an insert that collides with a holder that then finished is tried again.
       for (int attempt = 0;; ++attempt) {
         if (job.unique_key) {
@@ -186,6 +192,71 @@ class MariadbEngine final : public Engine {
     return results;
   }
 
+  // A job enqueued after others (core/dependencies.hpp decides its state), inside the
+  // caller's transaction. Its live dependencies are locked first (mark_notify), so that none
+  // finishes unseen before this transaction commits; a READ COMMITTED read after that sees
+  // every state as it is now.
+  static Result<JobId> insert_dependent(Connection& c, const NewJob& job) {
+    std::vector<std::optional<JobState>> states;
+    for (JobId id : job.after) {
+      using M = sql::mark_notify;
+      if (auto ok = c.run<M>(c.params<M>().set(M::id, id)); !ok) return fail_with(ok.error());
+      using S = sql::job_state;
+      auto row = c.run<S>(c.params<S>().set(S::id, id));
+      if (!row) return fail_with(row.error());
+      states.push_back(row->empty() ? std::nullopt : parse_job_state(row->text(0, 0)));
+    }
+    auto plan = plan_dependent(job.after, states);
+    if (!plan) return fail_with(plan.error());
+    auto clock = c.query(sql::server_now::text);
+    if (!clock) return fail_with(clock.error());
+    const std::int64_t now = clock->int64(0, 0);
+    const std::int64_t delay = job.delay ? micros(*job.delay) : 0;
+    std::int64_t run_at = job.run_at ? to_micros(*job.run_at) : now;
+    if (plan->state == JobState::kAvailable) run_at = std::max(run_at, now + delay);
+    using Q = sql::insert_dependent_job;
+    auto p = c.params<Q>();
+    p.set(Q::queue, job.queue)
+        .set(Q::state, to_string(plan->state))
+        .set(Q::priority, job.priority)
+        .set(Q::run_at, run_at)
+        .set(Q::max_attempts, job.max_attempts)
+        .set(Q::now, now)
+        .set_bytes(Q::payload, job.payload)
+        .set(Q::waiting_for, plan->waiting_for)
+        .set(Q::delay_us, delay);
+    if (job.unique_key) {
+      p.set_bytes(Q::unique_key, *job.unique_key);
+    } else {
+      p.set_null(Q::unique_key);
+    }
+    if (plan->state == JobState::kCancelled) {
+      p.set(Q::finished_at, now).set_bytes(Q::last_error, *plan->last_error);
+    } else {
+      p.set_null(Q::finished_at).set_null(Q::last_error);
+    }
+    if (auto inserted = c.run<Q>(p); !inserted) {
+      if (c.last_errno() != ER_DUP_ENTRY || !job.unique_key) return fail_with(inserted.error());
+      using H = sql::find_unique_holder;
+      auto found = c.run<H>(
+          c.params<H>().set(H::queue, job.queue).set_bytes(H::unique_key, *job.unique_key));
+      if (!found) return fail_with(found.error());
+      return fail_with(unique_key_held_by_error(found->empty() ? 0 : found->int64(0, 0)));
+    }
+    const auto id = static_cast<JobId>(c.insert_id());
+    for (const auto& [depends_on, met] : plan->edges) {
+      using E = sql::insert_dependency;
+      if (auto ok = c.run<E>(c.params<E>()
+                                 .set(E::depends_on, depends_on)
+                                 .set(E::job_id, id)
+                                 .set(E::met, met ? 1 : 0));
+          !ok) {
+        return fail_with(ok.error());
+      }
+    }
+    return id;
+  }
+
   // A batch goes in as one statement (sql::insert_jobs) when no job has a unique key (each of
   // those needs its holder looked up) and the payloads, sent in hex, stay small enough for one
   // packet of the server's default max_allowed_packet.
@@ -194,7 +265,7 @@ class MariadbEngine final : public Engine {
     if (jobs.size() < 2) return false;
     std::size_t bytes = 0;
     for (const NewJob& job : jobs) {
-      if (job.unique_key) return false;
+      if (job.unique_key || !job.after.empty()) return false;
       bytes += job.payload.size();
     }
     return bytes <= kMaxBatchPayloadBytes;
@@ -294,8 +365,22 @@ class MariadbEngine final : public Engine {
 
   Result<std::vector<bool>> complete(std::span<const LeasedRef> refs, bool delete_row) override {
     const auto nothing = [](Params&, auto) {};
-    if (delete_row) return settle<sql::complete_delete, sql::complete_delete_many>(refs, nothing);
-    return settle<sql::complete, sql::complete_many>(refs, nothing);
+    if (!delete_row) return settle<sql::complete, sql::complete_many>(refs, nothing);
+    auto accepted = settle<sql::complete_delete, sql::complete_delete_many>(refs, nothing);
+    if (!accepted) return accepted;
+    // complete_delete leaves a job with dependents to tell (and a lost lease): complete
+    // those, so that the first is kept as succeeded (the second matches nothing again).
+    std::vector<LeasedRef> kept;
+    for (std::size_t i = 0; i < refs.size(); ++i) {
+      if (!(*accepted)[i]) kept.push_back(refs[i]);
+    }
+    if (kept.empty()) return accepted;
+    auto completed = settle<sql::complete, sql::complete_many>(kept, nothing);
+    if (!completed) return completed;
+    for (std::size_t i = 0, k = 0; i < refs.size(); ++i) {
+      if (!(*accepted)[i]) (*accepted)[i] = (*completed)[k++];
+    }
+    return accepted;
   }
 
   Result<std::vector<FailResult>> fail(std::span<const FailItem> items) override {
@@ -407,7 +492,120 @@ class MariadbEngine final : public Engine {
   }
 
   Result<std::vector<JobId>> retry(std::span<const JobId> ids) override {
-    return change_each<sql::retry>(ids);
+    return write<std::vector<JobId>>([&](Connection& c) -> Result<std::vector<JobId>> {
+      std::vector<JobId> changed;
+      bool locked = false;
+      for (JobId id : ids) {
+        auto ok = c.run<sql::retry>(c.params<sql::retry>().set(sql::retry::id, id));
+        if (!ok) {
+          if (c.last_errno() == ER_DUP_ENTRY) continue;  // a live job holds its unique key
+          return fail_with(ok.error());
+        }
+        if (c.affected_rows() != 1) continue;
+        changed.push_back(id);
+        // A dependent waits again for what has not succeeded (or runs now), under the
+        // resolver's lock so that no round of resolve_dependencies is half seen.
+        using H = sql::has_dependencies;
+        auto has = c.run<H>(c.params<H>().set(H::id, id));
+        if (!has) return fail_with(has.error());
+        if (has->int64(0, 0) == 0) continue;
+        if (!locked) {
+          if (auto lock = c.query(sql::resolve_wait_lock::text); !lock) {
+            return fail_with(lock.error());
+          }
+          locked = true;
+        }
+        for (auto step : {by_id<sql::remeet_dependencies>(c, id), by_id<sql::rewait>(c, id),
+                          by_id<sql::renotify>(c, id)}) {
+          if (!step) return fail_with(step.error());
+        }
+      }
+      return changed;
+    });
+  }
+
+  Result<Dependencies> dependencies(JobId id) override {
+    return with_connection<Dependencies>(true, [&](Connection& c) -> Result<Dependencies> {
+      Dependencies found;
+      auto read_edges = [](const mariadb::Rows& rows, std::vector<Dependency>& into) {
+        for (std::size_t r = 0; r < rows.size(); ++r) {
+          into.push_back(Dependency{rows.int64(r, 0),
+                                    rows.is_null(r, 1) ? std::nullopt
+                                                       : parse_job_state(rows.text(r, 1)),
+                                    rows.int64(r, 2) != 0});
+        }
+      };
+      using A = sql::dependencies_of;
+      auto after = c.run<A>(c.params<A>().set(A::id, id));
+      if (!after) return fail_with(after.error());
+      read_edges(*after, found.after);
+      using D = sql::dependents_of;
+      auto dependents = c.run<D>(c.params<D>().set(D::id, id).set(D::limit, kMaxListedDependents));
+      if (!dependents) return fail_with(dependents.error());
+      read_edges(*dependents, found.dependents);
+      using N = sql::dependent_count;
+      auto count = c.run<N>(c.params<N>().set(N::id, id));
+      if (!count) return fail_with(count.error());
+      found.dependent_count = count->int64(0, 0);
+      return found;
+    });
+  }
+
+  Result<std::int64_t> resolve_dependencies() override {
+    std::int64_t moved = 0;
+    // Each job's chunk in a transaction of its own, under the 'dependencies' lock row.
+    for (int round = 0; round < kResolveJobs; ++round) {
+      auto told = write<std::int64_t>([&](Connection& c) -> Result<std::int64_t> {
+        auto lock = c.query(sql::resolve_lock::text);
+        if (!lock) return fail_with(lock.error());
+        if (lock->empty()) return 0;  // another process is resolving
+        using N = sql::notified_jobs;
+        auto found = c.run<N>(c.params<N>().set(N::limit, 1));
+        if (!found) return fail_with(found.error());
+        if (found->empty()) return 0;
+        const JobId id = found->int64(0, 0);
+        const JobState state = parse_job_state(found->text(0, 1)).value_or(JobState::kSucceeded);
+        const bool succeeded = state == JobState::kSucceeded;
+        std::vector<JobId> dependents;
+        if (succeeded) {
+          using U = sql::unmet_dependents;
+          auto rows = c.run<U>(c.params<U>().set(U::id, id).set(U::limit, kResolveChunk));
+          if (!rows) return fail_with(rows.error());
+          for (std::size_t r = 0; r < rows->size(); ++r) dependents.push_back(rows->int64(r, 0));
+        } else {
+          using W = sql::waiting_dependents;
+          auto rows = c.run<W>(c.params<W>().set(W::id, id).set(W::limit, kResolveChunk));
+          if (!rows) return fail_with(rows.error());
+          for (std::size_t r = 0; r < rows->size(); ++r) dependents.push_back(rows->int64(r, 0));
+        }
+        const std::string error = dependency_failed_error(id, state);
+        for (JobId dependent : dependents) {
+          if (succeeded) {
+            using M = sql::meet_dependency;
+            if (auto ok = c.run<M>(c.params<M>().set(M::depends_on, id).set(M::job_id, dependent));
+                !ok) {
+              return fail_with(ok.error());
+            }
+            if (c.affected_rows() == 0) continue;
+            if (auto ok = by_id<sql::count_down>(c, dependent); !ok) return fail_with(ok.error());
+          } else {
+            using X = sql::cancel_dependent;
+            if (auto ok = c.run<X>(c.params<X>().set(X::id, dependent).set_bytes(X::error, error));
+                !ok) {
+              return fail_with(ok.error());
+            }
+          }
+        }
+        if (dependents.size() < static_cast<std::size_t>(kResolveChunk)) {
+          if (auto ok = by_id<sql::told>(c, id); !ok) return fail_with(ok.error());
+        }
+        return static_cast<std::int64_t>(dependents.size()) + 1;
+      });
+      if (!told) return fail_with(told.error());
+      if (*told == 0) return moved;
+      moved += *told;
+    }
+    return moved;
   }
 
   Result<std::int64_t> retry_all(std::string_view queue, JobState state) override {
@@ -434,7 +632,7 @@ class MariadbEngine final : public Engine {
           });
       if (!ids) return fail_with(ids.error());
       if (ids->empty()) return total;
-      auto retried = change_each<sql::retry>(*ids);
+      auto retried = retry(*ids);
       if (!retried) return fail_with(retried.error());
       total += static_cast<std::int64_t>(retried->size());
       after_id = ids->back();
@@ -1050,6 +1248,14 @@ class MariadbEngine final : public Engine {
                                          }
                                          return accepted;
                                        });
+  }
+
+  // Statement Q on one job (:id) inside the caller's transaction; returns how many rows it
+  // changed.
+  template <class Q>
+  static Result<std::uint64_t> by_id(Connection& c, JobId id) {
+    if (auto ok = c.run<Q>(c.params<Q>().set(Q::id, id)); !ok) return fail_with(ok.error());
+    return c.affected_rows();
   }
 
   // One statement Q (:id) per id in one transaction; returns the ids it changed. A

@@ -211,12 +211,30 @@ class PostgresEngine final : public Engine {
   Result<std::vector<Enqueued>> enqueue(std::span<const NewJob> jobs) override {
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
+    const bool any_after =
+        std::any_of(jobs.begin(), jobs.end(), [](const NewJob& job) { return !job.after.empty(); });
     // Without unique keys the batch is one statement, atomic by itself. With them it may
     // take a second statement (pg_jobs.cpp), so it runs in a transaction.
-    if (!pg::any_unique_key(jobs)) return pg::enqueue_jobs(**c, sql_, jobs);
+    if (!any_after && !pg::any_unique_key(jobs)) return pg::enqueue_jobs(**c, sql_, jobs);
     auto transaction = Transaction::begin(**c);
     if (!transaction) return fail_with(transaction.error());
-    auto results = pg::enqueue_jobs(**c, sql_, jobs);
+    Result<std::vector<Enqueued>> results = std::vector<Enqueued>{};
+    if (!any_after) {
+      results = pg::enqueue_jobs(**c, sql_, jobs);
+    } else {
+      // Job by job, in input order, in the one transaction.
+      for (std::size_t i = 0; i < jobs.size() && results; ++i) {
+        if (jobs[i].after.empty()) {
+          auto one = pg::enqueue_jobs(**c, sql_, jobs.subspan(i, 1));
+          if (!one) return fail_with(one.error());
+          results->push_back(one->front());
+        } else {
+          auto id = enqueue_dependent(**c, jobs[i]);
+          if (!id) return fail_with(id.error());
+          results->push_back(Enqueued{*id, true});
+        }
+      }
+    }
     if (!results) return results;
     if (auto ok = transaction->commit(); !ok) return fail_with(ok.error());
     return results;
@@ -252,8 +270,22 @@ class PostgresEngine final : public Engine {
     static_assert(pg::sql::complete::param_count == pg::sql::complete_delete::param_count &&
                   pg::sql::complete::ids == pg::sql::complete_delete::ids &&
                   pg::sql::complete::tokens == pg::sql::complete_delete::tokens);
-    return settle(delete_row ? sql_.complete_delete : sql_.complete, refs,
-                  ref_params<pg::sql::complete>(refs));
+    auto accepted = settle(delete_row ? sql_.complete_delete : sql_.complete, refs,
+                           ref_params<pg::sql::complete>(refs));
+    if (!accepted || !delete_row) return accepted;
+    // complete_delete leaves a job with dependents to tell (and a lost lease): complete
+    // those, so that the first is kept as succeeded (the second matches nothing again).
+    std::vector<LeasedRef> kept;
+    for (std::size_t i = 0; i < refs.size(); ++i) {
+      if (!(*accepted)[i]) kept.push_back(refs[i]);
+    }
+    if (kept.empty()) return accepted;
+    auto completed = settle(sql_.complete, kept, ref_params<pg::sql::complete>(kept));
+    if (!completed) return completed;
+    for (std::size_t i = 0, k = 0; i < refs.size(); ++i) {
+      if (!(*accepted)[i]) (*accepted)[i] = (*completed)[k++];
+    }
+    return accepted;
   }
 
   Result<std::vector<FailResult>> fail(std::span<const FailItem> items) override {
@@ -365,18 +397,95 @@ class PostgresEngine final : public Engine {
   }
 
   Result<std::vector<JobId>> retry(std::span<const JobId> ids) override {
-    return change(sql_.retry, ids);
+    ArrayParam array(Oid::kInt8);
+    for (JobId id : ids) array.add(pg::encode_int8(id));
+    auto rows = retry_with([&](pg::Connection& c) {
+      return c.exec(sql_.retry, Params(pg::sql::retry::param_count).array(pg::sql::retry::ids, array));
+    });
+    if (!rows) return fail_with(rows.error());
+    return in_request_order(ids, *rows);
   }
 
   Result<std::int64_t> retry_all(std::string_view queue, JobState state) override {
+    using S = pg::sql::retry_all;
+    auto rows = retry_with([&](pg::Connection& c) {
+      return c.exec(sql_.retry_all,
+                    Params(S::param_count).text(S::queue, queue).text(S::state, to_string(state)));
+    });
+    if (!rows) return fail_with(rows.error());
+    return rows->size();
+  }
+
+  Result<Dependencies> dependencies(JobId id) override {
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
-    using S = pg::sql::retry_all;
-    auto rows =
-        (*c)->exec(sql_.retry_all,
-                   Params(S::param_count).text(S::queue, queue).text(S::state, to_string(state)));
-    if (!rows) return fail_with(rows.error());
-    return rows->affected();
+    Dependencies found;
+    auto read_edges = [](const pg::Rows& rows, std::vector<Dependency>& into) {
+      for (int r = 0; r < rows.size(); ++r) {
+        into.push_back(Dependency{rows.int8(r, 0),
+                                  rows.is_null(r, 1) ? std::nullopt
+                                                     : parse_job_state(rows.text(r, 1)),
+                                  rows.boolean(r, 2)});
+      }
+    };
+    using A = pg::sql::dependencies_of;
+    auto after = (*c)->exec(sql_.dependencies_of, Params(A::param_count).int8(A::id, id));
+    if (!after) return fail_with(after.error());
+    read_edges(*after, found.after);
+    using D = pg::sql::dependents_of;
+    auto dependents = (*c)->exec(sql_.dependents_of, Params(D::param_count)
+                                                         .int8(D::id, id)
+                                                         .int4(D::limit, kMaxListedDependents));
+    if (!dependents) return fail_with(dependents.error());
+    read_edges(*dependents, found.dependents);
+    found.dependent_count = dependents->size() > 0 ? dependents->int8(0, 3) : 0;
+    return found;
+  }
+
+  Result<std::int64_t> resolve_dependencies() override {
+    auto c = pool_.acquire();
+    if (!c) return fail_with(c.error());
+    std::int64_t moved = 0;
+    // Each job's chunk in a transaction of its own, under the resolver's lock.
+    for (int round = 0; round < kResolveJobs; ++round) {
+      auto transaction = Transaction::begin(**c);
+      if (!transaction) return fail_with(transaction.error());
+      auto locked = (*c)->exec(sql_.resolve_lock, Params(pg::sql::resolve_lock::param_count));
+      if (!locked) return fail_with(locked.error());
+      if (!locked->boolean(0, 0)) return moved;  // another process is resolving
+      using N = pg::sql::notified_jobs;
+      auto found = (*c)->exec(sql_.notified_jobs, Params(N::param_count).int4(N::limit, 1));
+      if (!found) return fail_with(found.error());
+      if (found->size() == 0) return moved;
+      const JobId id = found->int8(0, 0);
+      const JobState state = parse_job_state(found->text(0, 1)).value_or(JobState::kSucceeded);
+      std::int64_t told = 0;
+      if (state == JobState::kSucceeded) {
+        using M = pg::sql::meet_dependents;
+        auto met = (*c)->exec(sql_.meet_dependents,
+                              Params(M::param_count).int8(M::id, id).int4(M::limit, kResolveChunk));
+        if (!met) return fail_with(met.error());
+        told = met->int8(0, 0);
+      } else {
+        using X = pg::sql::cancel_dependents;
+        auto cancelled = (*c)->exec(sql_.cancel_dependents,
+                                    Params(X::param_count)
+                                        .int8(X::id, id)
+                                        .int4(X::limit, kResolveChunk)
+                                        .text(X::error, dependency_failed_error(id, state)));
+        if (!cancelled) return fail_with(cancelled.error());
+        told = cancelled->affected();
+      }
+      if (told < kResolveChunk) {
+        using T = pg::sql::told;
+        if (auto ok = (*c)->exec(sql_.told, Params(T::param_count).int8(T::id, id)); !ok) {
+          return fail_with(ok.error());
+        }
+      }
+      if (auto ok = transaction->commit(); !ok) return fail_with(ok.error());
+      moved += told + 1;
+    }
+    return moved;
   }
 
   Result<std::int64_t> purge(const PurgeRequest& request) override {
@@ -755,10 +864,108 @@ class PostgresEngine final : public Engine {
     return accepted;
   }
 
-  // cancel or retry: ids in, the changed ids out.
+  // Runs a retry statement (RETURNING id, has_dependencies) in a transaction, then puts the
+  // retried dependents back to waiting for what has not succeeded, under the resolver's lock
+  // so that no round of resolve_dependencies is half seen.
+  template <class Run>
+  Result<pg::Rows> retry_with(Run&& run) {
+    auto c = pool_.acquire();
+    if (!c) return fail_with(c.error());
+    auto transaction = Transaction::begin(**c);
+    if (!transaction) return fail_with(transaction.error());
+    auto rows = run(**c);
+    if (!rows) return fail_with(rows.error());
+    ArrayParam dependents(Oid::kInt8);
+    bool any = false;
+    for (int r = 0; r < rows->size(); ++r) {
+      if (!rows->boolean(r, 1)) continue;
+      dependents.add(pg::encode_int8(rows->int8(r, 0)));
+      any = true;
+    }
+    if (any) {
+      auto locked =
+          (*c)->exec(sql_.resolve_wait_lock, Params(pg::sql::resolve_wait_lock::param_count));
+      if (!locked) return fail_with(locked.error());
+      using W = pg::sql::rewait;
+      if (auto ok = (*c)->exec(sql_.rewait, Params(W::param_count).array(W::ids, dependents)); !ok) {
+        return fail_with(ok.error());
+      }
+      using N = pg::sql::renotify;
+      if (auto ok = (*c)->exec(sql_.renotify, Params(N::param_count).array(N::ids, dependents));
+          !ok) {
+        return fail_with(ok.error());
+      }
+    }
+    if (auto ok = transaction->commit(); !ok) return fail_with(ok.error());
+    return rows;
+  }
+
+  // A job enqueued after others, inside the caller's transaction (core/dependencies.hpp
+  // decides its state).
+  Result<JobId> enqueue_dependent(pg::Connection& c, const NewJob& job) {
+    ArrayParam ids(Oid::kInt8);
+    for (JobId id : job.after) ids.add(pg::encode_int8(id));
+    using L = pg::sql::lock_dependencies;
+    if (auto ok = c.exec(sql_.lock_dependencies, Params(L::param_count).array(L::ids, ids)); !ok) {
+      return fail_with(ok.error());
+    }
+    using S = pg::sql::dependency_states;
+    auto rows = c.exec(sql_.dependency_states, Params(S::param_count).array(S::ids, ids));
+    if (!rows) return fail_with(rows.error());
+    std::map<JobId, JobState> found;
+    for (int r = 0; r < rows->size(); ++r) {
+      found.emplace(rows->int8(r, 0),
+                    parse_job_state(rows->text(r, 1)).value_or(JobState::kAvailable));
+    }
+    std::vector<std::optional<JobState>> states;
+    for (JobId id : job.after) {
+      auto it = found.find(id);
+      states.push_back(it == found.end() ? std::nullopt : std::optional(it->second));
+    }
+    auto plan = plan_dependent(job.after, states);
+    if (!plan) return fail_with(plan.error());
+    using I = pg::sql::insert_dependent;
+    Params params(I::param_count);
+    params.text(I::queue, job.queue)
+        .text(I::payload, job.payload)
+        .int4(I::priority, job.priority)
+        .optional(I::run_at, job.run_at, pg::encode_timestamptz)
+        .int4(I::max_attempts, job.max_attempts)
+        .optional(I::unique_key, job.unique_key, [](const std::string& k) { return k; })
+        .text(I::state, to_string(plan->state))
+        .int4(I::waiting_for, plan->waiting_for)
+        .int8(I::delay_us, job.delay ? job.delay->count() : 0)
+        .optional(I::last_error, plan->last_error, [](const std::string& e) { return e; });
+    auto inserted = c.exec(sql_.insert_dependent, params);
+    if (!inserted) return fail_with(inserted.error());
+    if (inserted->size() == 0) {
+      using H = pg::sql::unique_holder;
+      auto holder = c.exec(sql_.unique_holder, Params(H::param_count)
+                                                   .text(H::queue, job.queue)
+                                                   .text(H::unique_key, *job.unique_key));
+      if (!holder) return fail_with(holder.error());
+      return fail_with(unique_key_held_by_error(holder->size() > 0 ? holder->int8(0, 0) : 0));
+    }
+    const JobId id = inserted->int8(0, 0);
+    ArrayParam depends_on(Oid::kInt8), met(Oid::kBool);
+    for (const auto& [dependency, is_met] : plan->edges) {
+      depends_on.add(pg::encode_int8(dependency));
+      met.add(is_met ? std::string_view("\x01", 1) : std::string_view("\x00", 1));
+    }
+    using E = pg::sql::insert_dependencies;
+    if (auto ok = c.exec(sql_.insert_dependencies, Params(E::param_count)
+                                                       .int8(E::job_id, id)
+                                                       .array(E::depends_on, depends_on)
+                                                       .array(E::met, met));
+        !ok) {
+      return fail_with(ok.error());
+    }
+    return id;
+  }
+
+  // cancel or delete: ids in, the changed ids out.
   Result<std::vector<JobId>> change(const pg::Statement& statement, std::span<const JobId> ids) {
     using S = pg::sql::cancel;
-    static_assert(S::param_count == pg::sql::retry::param_count && S::ids == pg::sql::retry::ids);
     static_assert(S::param_count == pg::sql::delete_finished::param_count &&
                   S::ids == pg::sql::delete_finished::ids);
     ArrayParam array(Oid::kInt8);

@@ -144,6 +144,21 @@ Sql::Sql(const SchemaName& schema)
       upsert_worker(make<sql::upsert_worker>("upsert_worker", schema)),
       delete_worker(make<sql::delete_worker>("delete_worker", schema)),
       list_workers(make<sql::list_workers>("list_workers", schema)),
+      lock_dependencies(make<sql::lock_dependencies>("lock_dependencies", schema)),
+      dependency_states(make<sql::dependency_states>("dependency_states", schema)),
+      insert_dependent(make<sql::insert_dependent>("insert_dependent", schema)),
+      unique_holder(make<sql::unique_holder>("unique_holder", schema)),
+      insert_dependencies(make<sql::insert_dependencies>("insert_dependencies", schema)),
+      resolve_lock(make<sql::resolve_lock>("resolve_lock", schema)),
+      resolve_wait_lock(make<sql::resolve_wait_lock>("resolve_wait_lock", schema)),
+      notified_jobs(make<sql::notified_jobs>("notified_jobs", schema)),
+      meet_dependents(make<sql::meet_dependents>("meet_dependents", schema)),
+      cancel_dependents(make<sql::cancel_dependents>("cancel_dependents", schema)),
+      told(make<sql::told>("told", schema)),
+      rewait(make<sql::rewait>("rewait", schema)),
+      renotify(make<sql::renotify>("renotify", schema)),
+      dependencies_of(make<sql::dependencies_of>("dependencies_of", schema)),
+      dependents_of(make<sql::dependents_of>("dependents_of", schema)),
       migrations(expand_migrations(schema)) {}
 
 Statement Sql::lease_with_limit(int max_jobs) const {

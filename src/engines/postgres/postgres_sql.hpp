@@ -109,6 +109,22 @@ struct Sql {
   Statement upsert_worker;
   Statement delete_worker;
   Statement list_workers;
+  // Dependencies (docs/workflows.md).
+  Statement lock_dependencies;
+  Statement dependency_states;
+  Statement insert_dependent;
+  Statement unique_holder;
+  Statement insert_dependencies;
+  Statement resolve_lock;
+  Statement resolve_wait_lock;
+  Statement notified_jobs;
+  Statement meet_dependents;
+  Statement cancel_dependents;
+  Statement told;
+  Statement rewait;
+  Statement renotify;
+  Statement dependencies_of;
+  Statement dependents_of;
 
   // migrations[v - 1] upgrades v - 1 → v; scripts, run by migrate() in its transaction.
   std::vector<std::string> migrations;

@@ -104,6 +104,12 @@ class SqliteEngine final : public Engine {
     std::vector<Enqueued> results;
     results.reserve(jobs.size());
     for (const NewJob& job : jobs) {
+      if (!job.after.empty()) {
+        auto id = insert_dependent(c, now, job);
+        if (!id) return fail_with(id.error());
+        results.push_back(Enqueued{*id, true});
+        continue;
+      }
       if (job.unique_key) {
         using Q = sql::find_unique_holder;
         auto find = c.prepare(Q::text);
@@ -141,6 +147,80 @@ class SqliteEngine final : public Engine {
     return results;
   }
 
+  // A job enqueued after others (core/dependencies.hpp decides its state), inside the
+  // caller's write transaction. Its unique key, when held, is an error: the job it would
+  // hand back was not enqueued after these dependencies.
+  static Result<JobId> insert_dependent(Connection& c, std::int64_t now, const NewJob& job) {
+    if (job.unique_key) {
+      using Q = sql::find_unique_holder;
+      auto find = c.prepare(Q::text);
+      if (!find) return fail_with(find.error());
+      (*find)->bind(Q::queue, std::string_view(job.queue));
+      (*find)->bind(Q::unique_key, std::string_view(*job.unique_key));
+      auto found = (*find)->step();
+      if (!found) return fail_with(found.error());
+      if (*found) return fail_with(unique_key_held_by_error((*find)->int64(0)));
+    }
+    std::vector<std::optional<JobState>> states;
+    for (JobId id : job.after) {
+      using Q = sql::dependency_state;
+      auto read = c.prepare(Q::text);
+      if (!read) return fail_with(read.error());
+      (*read)->bind(Q::id, id);
+      auto row = (*read)->step();
+      if (!row) return fail_with(row.error());
+      states.push_back(*row ? parse_job_state((*read)->text(0)) : std::nullopt);
+    }
+    auto plan = plan_dependent(job.after, states);
+    if (!plan) return fail_with(plan.error());
+    using Q = sql::insert_dependent_job;
+    auto insert = c.prepare(Q::text);
+    if (!insert) return fail_with(insert.error());
+    Statement& s = **insert;
+    s.bind(Q::queue, std::string_view(job.queue));
+    s.bind(Q::state, to_string(plan->state));
+    s.bind(Q::priority, job.priority);
+    const std::int64_t delay = job.delay ? job.delay->count() : 0;
+    std::int64_t run_at = job.run_at ? to_micros(*job.run_at) : now;
+    if (plan->state == JobState::kAvailable) run_at = std::max(run_at, now + delay);
+    s.bind(Q::run_at, run_at);
+    s.bind(Q::max_attempts, job.max_attempts);
+    s.bind(Q::now, now);
+    if (job.unique_key) {
+      s.bind(Q::unique_key, std::string_view(*job.unique_key));
+    } else {
+      s.bind_null(Q::unique_key);
+    }
+    s.bind_blob(Q::payload, job.payload);
+    s.bind(Q::waiting_for, plan->waiting_for);
+    s.bind(Q::delay_us, delay);
+    if (plan->state == JobState::kCancelled) {
+      s.bind(Q::finished_at, now);
+      s.bind(Q::last_error, std::string_view(*plan->last_error));
+    } else {
+      s.bind_null(Q::finished_at);
+      s.bind_null(Q::last_error);
+    }
+    if (auto done = s.step(); !done) return fail_with(done.error());
+    const JobId id = c.last_insert_rowid();
+    for (const auto& [depends_on, met] : plan->edges) {
+      using E = sql::insert_dependency;
+      auto edge = c.prepare(E::text);
+      if (!edge) return fail_with(edge.error());
+      (*edge)->bind(E::depends_on, depends_on);
+      (*edge)->bind(E::job_id, id);
+      (*edge)->bind(E::met, met ? 1 : 0);
+      if (auto ok = run(**edge); !ok) return fail_with(ok.error());
+    }
+    for (JobId depends_on : plan->to_notify) {
+      auto mark = c.prepare(sql::mark_notify::text);
+      if (!mark) return fail_with(mark.error());
+      (*mark)->bind(sql::mark_notify::id, depends_on);
+      if (auto ok = run(**mark); !ok) return fail_with(ok.error());
+    }
+    return id;
+  }
+
   Result<std::vector<Job>> lease(const LeaseRequest& request) override {
     auto jobs = write<std::vector<Job>>([&](Connection& c,
                                             std::int64_t now) -> Result<std::vector<Job>> {
@@ -171,9 +251,27 @@ class SqliteEngine final : public Engine {
   }
 
   Result<std::vector<bool>> complete(std::span<const LeasedRef> refs, bool delete_row) override {
-    if (delete_row) return settle<sql::complete_delete>(refs, [](Statement&, std::int64_t) {});
-    return settle<sql::complete>(
-        refs, [](Statement& s, std::int64_t now) { s.bind(sql::complete::now, now); });
+    if (!delete_row) {
+      return settle<sql::complete>(
+          refs, [](Statement& s, std::int64_t now) { s.bind(sql::complete::now, now); });
+    }
+    // complete_delete leaves a job with dependents to tell; it is kept as succeeded.
+    return write<std::vector<bool>>(
+        [&](Connection& c, std::int64_t now) -> Result<std::vector<bool>> {
+          std::vector<bool> accepted;
+          accepted.reserve(refs.size());
+          for (const LeasedRef& ref : refs) {
+            auto deleted = settle_one<sql::complete_delete>(c, ref, [](Statement&) {});
+            if (!deleted) return fail_with(deleted.error());
+            if (!*deleted) {
+              deleted = settle_one<sql::complete>(
+                  c, ref, [&](Statement& s) { s.bind(sql::complete::now, now); });
+              if (!deleted) return fail_with(deleted.error());
+            }
+            accepted.push_back(*deleted);
+          }
+          return accepted;
+        });
   }
 
   Result<std::vector<FailResult>> fail(std::span<const FailItem> items) override {
@@ -244,7 +342,136 @@ class SqliteEngine final : public Engine {
   }
 
   Result<std::vector<JobId>> retry(std::span<const JobId> ids) override {
-    return change_each<sql::retry>(ids);
+    return write<std::vector<JobId>>(
+        [&](Connection& c, std::int64_t now) -> Result<std::vector<JobId>> {
+          std::vector<JobId> changed;
+          for (JobId id : ids) {
+            auto retried = by_id<sql::retry>(c, id, now);
+            if (!retried) return fail_with(retried.error());
+            if (*retried == 0) continue;
+            changed.push_back(id);
+            // A dependent waits again for what has not succeeded (or runs now).
+            auto has = c.prepare(sql::has_dependencies::text);
+            if (!has) return fail_with(has.error());
+            (*has)->bind(sql::has_dependencies::id, id);
+            if (auto row = (*has)->step(); !row) return fail_with(row.error());
+            if ((*has)->int64(0) == 0) continue;
+            for (auto ok : {by_id<sql::remeet_dependencies>(c, id, now),
+                            by_id<sql::rewait>(c, id, now), by_id<sql::renotify>(c, id, now)}) {
+              if (!ok) return fail_with(ok.error());
+            }
+          }
+          return changed;
+        });
+  }
+
+  Result<Dependencies> dependencies(JobId id) override {
+    return read<Dependencies>([&](Connection& c) -> Result<Dependencies> {
+      Dependencies found;
+      auto edges = [&](const char* text, int id_index, int limit_index,
+                       std::vector<Dependency>& into) -> Status {
+        auto query = c.prepare(text);
+        if (!query) return fail_with(query.error());
+        (*query)->bind(id_index, id);
+        if (limit_index > 0) (*query)->bind(limit_index, kMaxListedDependents);
+        while (true) {
+          auto row = (*query)->step();
+          if (!row) return fail_with(row.error());
+          if (!*row) return {};
+          into.push_back(Dependency{(*query)->int64(0),
+                                    (*query)->is_null(1) ? std::nullopt
+                                                         : parse_job_state((*query)->text(1)),
+                                    (*query)->int64(2) != 0});
+        }
+      };
+      if (auto ok = edges(sql::dependencies_of::text, sql::dependencies_of::id, 0, found.after);
+          !ok) {
+        return fail_with(ok.error());
+      }
+      if (auto ok = edges(sql::dependents_of::text, sql::dependents_of::id,
+                          sql::dependents_of::limit, found.dependents);
+          !ok) {
+        return fail_with(ok.error());
+      }
+      auto count = c.prepare(sql::dependent_count::text);
+      if (!count) return fail_with(count.error());
+      (*count)->bind(sql::dependent_count::id, id);
+      if (auto row = (*count)->step(); !row) return fail_with(row.error());
+      found.dependent_count = (*count)->int64(0);
+      return found;
+    });
+  }
+
+  Result<std::int64_t> resolve_dependencies() override {
+    std::vector<std::pair<JobId, JobState>> finished;
+    auto found = read<bool>([&](Connection& c) -> Result<bool> {
+      using Q = sql::notified_jobs;
+      auto query = c.prepare(Q::text);
+      if (!query) return fail_with(query.error());
+      (*query)->bind(Q::limit, kResolveJobs);
+      while (true) {
+        auto row = (*query)->step();
+        if (!row) return fail_with(row.error());
+        if (!*row) return true;
+        finished.emplace_back((*query)->int64(0),
+                              parse_job_state((*query)->text(1)).value_or(JobState::kSucceeded));
+      }
+    });
+    if (!found) return fail_with(found.error());
+    std::int64_t moved = 0;
+    for (const auto& [id, state] : finished) {
+      // One short transaction per chunk of one job's dependents.
+      auto told = write<std::int64_t>([&](Connection& c, std::int64_t now) -> Result<std::int64_t> {
+        const bool succeeded = state == JobState::kSucceeded;
+        auto select = c.prepare(succeeded ? sql::unmet_dependents::text
+                                          : sql::waiting_dependents::text);
+        if (!select) return fail_with(select.error());
+        if (succeeded) {
+          (*select)->bind(sql::unmet_dependents::id, id);
+          (*select)->bind(sql::unmet_dependents::limit, kResolveChunk);
+        } else {
+          (*select)->bind(sql::waiting_dependents::id, id);
+          (*select)->bind(sql::waiting_dependents::limit, kResolveChunk);
+        }
+        std::vector<JobId> dependents;
+        while (true) {
+          auto row = (*select)->step();
+          if (!row) return fail_with(row.error());
+          if (!*row) break;
+          dependents.push_back((*select)->int64(0));
+        }
+        const std::string error = dependency_failed_error(id, state);
+        for (JobId dependent : dependents) {
+          if (succeeded) {
+            using M = sql::meet_dependency;
+            auto meet = c.prepare(M::text);
+            if (!meet) return fail_with(meet.error());
+            (*meet)->bind(M::depends_on, id);
+            (*meet)->bind(M::job_id, dependent);
+            if (auto ok = run(**meet); !ok) return fail_with(ok.error());
+            if (c.changes() == 0) continue;
+            if (auto ok = by_id<sql::count_down>(c, dependent, now); !ok) {
+              return fail_with(ok.error());
+            }
+          } else {
+            using X = sql::cancel_dependent;
+            auto cancel = c.prepare(X::text);
+            if (!cancel) return fail_with(cancel.error());
+            (*cancel)->bind(X::id, dependent);
+            (*cancel)->bind(X::now, now);
+            (*cancel)->bind(X::error, std::string_view(error));
+            if (auto ok = run(**cancel); !ok) return fail_with(ok.error());
+          }
+        }
+        if (dependents.size() < static_cast<std::size_t>(kResolveChunk)) {
+          if (auto ok = by_id<sql::told>(c, id, now); !ok) return fail_with(ok.error());
+        }
+        return static_cast<std::int64_t>(dependents.size()) + 1;
+      });
+      if (!told) return fail_with(told.error());
+      moved += *told;
+    }
+    return moved;
   }
 
   Result<std::int64_t> retry_all(std::string_view queue, JobState state) override {
@@ -273,7 +500,7 @@ class SqliteEngine final : public Engine {
       });
       if (!ids) return fail_with(ids.error());
       if (ids->empty()) return total;
-      auto retried = change_each<sql::retry>(*ids);
+      auto retried = retry(*ids);
       if (!retried) return fail_with(retried.error());
       total += static_cast<std::int64_t>(retried->size());
       after = ids->back();
@@ -794,6 +1021,32 @@ class SqliteEngine final : public Engine {
           }
           return accepted;
         });
+  }
+
+  // Statement Q on one job (:id, and :now when Q has it) inside the caller's transaction;
+  // returns how many rows it changed.
+  template <class Q>
+  static Result<int> by_id(Connection& c, JobId id, std::int64_t now) {
+    auto statement = c.prepare(Q::text);
+    if (!statement) return fail_with(statement.error());
+    (*statement)->bind(Q::id, id);
+    if constexpr (requires { Q::now; }) (*statement)->bind(Q::now, now);
+    if (auto ok = run(**statement); !ok) return fail_with(ok.error());
+    return c.changes();
+  }
+
+  // One fenced statement Q on `ref` inside the caller's transaction: true when it changed
+  // the job.
+  template <class Q, class BindRest>
+  static Result<bool> settle_one(Connection& c, const LeasedRef& ref, BindRest&& bind_rest) {
+    auto statement = c.prepare(Q::text);
+    if (!statement) return fail_with(statement.error());
+    Statement& s = **statement;
+    s.bind(Q::id, ref.id);
+    s.bind(Q::token, std::string_view(ref.token.hex()));
+    bind_rest(s);
+    if (auto ok = run(s); !ok) return fail_with(ok.error());
+    return c.changes() == 1;
   }
 
   // One statement Q (:id, :now) per id in one transaction; returns the ids it changed.

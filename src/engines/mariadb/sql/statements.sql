@@ -142,7 +142,10 @@ UPDATE readpast_jobs SET state = 'succeeded',
   WHERE id = :id AND state = 'running' AND lease_token = :token;
 
 -- name: complete_delete
-DELETE FROM readpast_jobs WHERE id = :id AND state = 'running' AND lease_token = :token;
+-- A job with dependents to tell (notify) is not deleted: the engine completes it with
+-- `complete` instead, and retention deletes it once resolve_dependencies has told them.
+DELETE FROM readpast_jobs
+  WHERE id = :id AND state = 'running' AND lease_token = :token AND notify = 0;
 
 -- name: fail
 -- :retry_after NULL: the backoff, min(:backoff_cap, :backoff_base * 2^(attempts-1)) *
@@ -192,7 +195,7 @@ UPDATE JSON_TABLE(:refs, '$[*]' COLUMNS (id BIGINT PATH '$[0]', token CHAR(32) P
 DELETE j
   FROM JSON_TABLE(:refs, '$[*]' COLUMNS (id BIGINT PATH '$[0]', token CHAR(32) PATH '$[1]')) l
   STRAIGHT_JOIN readpast_jobs j ON j.id = l.id
-  WHERE j.state = 'running' AND j.lease_token = l.token;
+  WHERE j.state = 'running' AND j.lease_token = l.token AND j.notify = 0;
 
 -- name: extend_many
 UPDATE JSON_TABLE(:refs, '$[*]' COLUMNS (id BIGINT PATH '$[0]', token CHAR(32) PATH '$[1]')) l
@@ -217,15 +220,20 @@ UPDATE JSON_TABLE(:refs, '$[*]' COLUMNS (id BIGINT PATH '$[0]', token CHAR(32) P
 -- name: cancel
 UPDATE readpast_jobs SET finished_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED),
     lease_expires_at = NULL, state = 'cancelled'
-  WHERE id = :id AND (state = 'available' OR state = 'running');
+  WHERE id = :id AND (state = 'available' OR state = 'running' OR state = 'waiting');
 
 -- name: retry
 -- A job whose unique key a live job of its queue holds now stays where it is: the UPDATE
 -- fails on readpast_jobs_unique (ER_DUP_ENTRY), which the engine reads as "not retried".
 -- (MariaDB cannot read the table an UPDATE changes in its own sub-select.)
+-- A retried job that others still wait for (an edge not met) must tell them when it
+-- finishes again: notify.
 UPDATE readpast_jobs SET attempts = 0, run_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED),
     finished_at = NULL,
-    lease_expires_at = NULL, state = 'available'
+    lease_expires_at = NULL,
+    notify = EXISTS (SELECT 1 FROM readpast_dependencies d
+                     WHERE d.depends_on = readpast_jobs.id AND d.met = 0),
+    state = 'available'
   WHERE id = :id AND (state = 'dead' OR state = 'cancelled');
 
 -- name: retry_candidates
@@ -244,6 +252,7 @@ SELECT id, finished_at FROM readpast_jobs FORCE INDEX (readpast_jobs_finished_at
 -- readpast_jobs_finished_at.
 DELETE FROM readpast_jobs
   WHERE finished_state = :state AND queue = :queue AND finished_at <= :finished_before
+    AND notify = 0
   ORDER BY finished_at LIMIT :limit;
 
 -- name: stats_all
@@ -548,7 +557,8 @@ SELECT (SELECT min(id) FROM readpast_jobs), (SELECT max(id) FROM readpast_jobs);
 
 -- name: delete_finished
 -- Deletes one job by id, only when it has finished (like purge, never a live job).
-DELETE FROM readpast_jobs WHERE id = :id AND state IN ('succeeded', 'dead', 'cancelled');
+DELETE FROM readpast_jobs
+  WHERE id = :id AND state IN ('succeeded', 'dead', 'cancelled') AND notify = 0;
 
 -- name: get
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
@@ -595,3 +605,108 @@ DELETE FROM readpast_workers WHERE name = :name;
 -- name: list_workers
 SELECT name, host, pid, queues, threads, started_at, heartbeat_at FROM readpast_workers
   ORDER BY name;
+
+-- Dependencies (docs/workflows.md). readpast_dependencies holds one row per edge: job_id
+-- waits for depends_on. A job enqueued after others is inserted waiting (or, when one of them
+-- is already dead or cancelled, cancelled) with waiting_for = how many have not succeeded;
+-- each live one is marked notify first (mark_notify), which locks it until the enqueue
+-- commits, so that none finishes unseen. resolve_dependencies then tells the dependents of
+-- every finished job marked notify, in short transactions under the 'dependencies' lock row:
+-- a success meets the edge and counts waiting_for down (the last one makes the job
+-- available), a death or cancellation cancels the waiting dependents (which, marked notify
+-- themselves, pass it down the chain).
+
+-- name: mark_notify
+UPDATE readpast_jobs SET notify = 1
+  WHERE id = :id AND (state = 'available' OR state = 'running' OR state = 'waiting');
+
+-- name: insert_dependent_job
+-- :run_at is the time it may run, decided by the engine on the server's clock (:now).
+INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempts,
+                           enqueued_at, unique_key, payload, waiting_for, delay_us,
+                           finished_at, last_error)
+  VALUES (:queue, :state, :priority, :run_at, 0, :max_attempts, :now, :unique_key, :payload,
+          :waiting_for, :delay_us, :finished_at, :last_error);
+
+-- name: insert_dependency
+INSERT INTO readpast_dependencies (depends_on, job_id, met) VALUES (:depends_on, :job_id, :met);
+
+-- name: resolve_lock
+SELECT name FROM readpast_locks WHERE name = 'dependencies' FOR UPDATE SKIP LOCKED;
+
+-- name: resolve_wait_lock
+SELECT name FROM readpast_locks WHERE name = 'dependencies' FOR UPDATE;
+
+-- name: notified_jobs
+-- Finished jobs with dependents still to tell, along readpast_jobs_notify.
+SELECT id, state FROM readpast_jobs WHERE notify_pending = 1 ORDER BY id LIMIT :limit
+  FOR UPDATE SKIP LOCKED;
+
+-- name: unmet_dependents
+SELECT job_id FROM readpast_dependencies WHERE depends_on = :id AND met = 0
+  ORDER BY job_id LIMIT :limit;
+
+-- name: meet_dependency
+UPDATE readpast_dependencies SET met = 1
+  WHERE depends_on = :depends_on AND job_id = :job_id AND met = 0;
+
+-- name: count_down
+-- The last unmet dependency makes a waiting job available, its delay counted from now.
+-- (Assigned left to right: run_at and state read the old state and waiting_for.)
+UPDATE readpast_jobs SET
+    run_at = IF(state = 'waiting' AND waiting_for <= 1,
+                GREATEST(run_at, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) + delay_us),
+                run_at),
+    state = IF(state = 'waiting' AND waiting_for <= 1, 'available', state),
+    waiting_for = GREATEST(waiting_for - 1, 0)
+  WHERE id = :id;
+
+-- name: waiting_dependents
+SELECT d.job_id FROM readpast_dependencies d JOIN readpast_jobs j ON j.id = d.job_id
+  WHERE d.depends_on = :id AND d.met = 0 AND j.state = 'waiting'
+  ORDER BY d.job_id LIMIT :limit;
+
+-- name: cancel_dependent
+UPDATE readpast_jobs SET finished_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED),
+    last_error = :error, state = 'cancelled'
+  WHERE id = :id AND state = 'waiting';
+
+-- name: told
+UPDATE readpast_jobs SET notify = 0 WHERE id = :id;
+
+-- name: has_dependencies
+SELECT EXISTS (SELECT 1 FROM readpast_dependencies WHERE job_id = :id);
+
+-- name: remeet_dependencies
+-- A retried dependent: each edge is met when its job has succeeded (an edge whose job is
+-- gone keeps what it was).
+UPDATE readpast_dependencies SET
+    met = coalesce((SELECT j.state = 'succeeded' FROM readpast_jobs j
+                    WHERE j.id = readpast_dependencies.depends_on), met)
+  WHERE job_id = :id;
+
+-- name: rewait
+-- A retried dependent waits again for what has not succeeded, or is available now.
+UPDATE readpast_jobs SET
+    waiting_for = (SELECT count(*) FROM readpast_dependencies WHERE job_id = :id AND met = 0),
+    state = IF(waiting_for > 0, 'waiting', 'available')
+  WHERE id = :id;
+
+-- name: renotify
+UPDATE readpast_jobs SET notify = 1
+  WHERE id IN (SELECT depends_on FROM readpast_dependencies WHERE job_id = :id AND met = 0)
+    AND (state = 'available' OR state = 'running' OR state = 'waiting');
+
+-- name: dependencies_of
+-- What the job waits for; state is NULL for a job that no longer exists.
+SELECT d.depends_on, j.state, d.met
+  FROM readpast_dependencies d LEFT JOIN readpast_jobs j ON j.id = d.depends_on
+  WHERE d.job_id = :id ORDER BY d.depends_on;
+
+-- name: dependents_of
+SELECT d.job_id, j.state, d.met
+  FROM readpast_dependencies d LEFT JOIN readpast_jobs j ON j.id = d.job_id
+  WHERE d.depends_on = :id ORDER BY d.job_id LIMIT :limit;
+
+-- name: dependent_count
+SELECT count(*) FROM readpast_dependencies WHERE depends_on = :id;

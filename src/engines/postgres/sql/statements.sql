@@ -115,7 +115,7 @@ WITH input AS (
   FROM input i
   ORDER BY i.ord
   ON CONFLICT (queue, unique_key)
-    WHERE unique_key IS NOT NULL AND state IN ('available', 'running')
+    WHERE unique_key IS NOT NULL AND state IN ('available', 'running', 'waiting')
     DO NOTHING
   RETURNING j.id, j.queue, j.unique_key
 )
@@ -130,7 +130,7 @@ LEFT JOIN LATERAL (
 LEFT JOIN LATERAL (
   SELECT h.id FROM :"schema".jobs h
   WHERE ins.id IS NULL AND h.queue = i.queue AND h.unique_key = i.unique_key
-    AND h.state IN ('available', 'running')
+    AND h.state IN ('available', 'running', 'waiting')
   LIMIT 1
 ) holder ON true
 ORDER BY i.ord;
@@ -213,9 +213,11 @@ WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
 RETURNING j.id, r.token;
 
 -- name: complete_delete
+-- A job with dependents to tell (notify) is not deleted: the engine completes it with
+-- `complete` instead, and retention deletes it once resolve_dependencies has told them.
 DELETE FROM :"schema".jobs j
 USING unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
-WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
+WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token AND NOT j.notify
 RETURNING j.id, r.token;
 
 -- name: fail
@@ -299,7 +301,7 @@ WHERE j.id = expired.id AND j.state = 'running';
 WITH cancelled AS (
   UPDATE :"schema".jobs j
   SET state = 'cancelled', finished_at = statement_timestamp(), lease_expires_at = NULL
-  WHERE j.id = ANY(:ids::bigint[]) AND j.state IN ('available', 'running')
+  WHERE j.id = ANY(:ids::bigint[]) AND j.state IN ('available', 'running', 'waiting')
   RETURNING j.id, j.lease_token IS NOT NULL AS was_leased
 ), announced AS (
   -- One row whatever was cancelled (an aggregate without GROUP BY), so that the join below
@@ -317,30 +319,35 @@ SELECT c.id FROM cancelled c CROSS JOIN announced;
 -- collides: unique_violation → kConflict, and the caller tries again.
 UPDATE :"schema".jobs j
 SET state = 'available', attempts = 0, run_at = statement_timestamp(), finished_at = NULL,
-    lease_expires_at = NULL
+    lease_expires_at = NULL,
+    notify = EXISTS (SELECT 1 FROM :"schema".dependencies d
+                     WHERE d.depends_on = j.id AND NOT d.met)
 WHERE j.id = ANY(:ids::bigint[]) AND j.state IN ('dead', 'cancelled')
   AND (j.unique_key IS NULL
        OR (NOT EXISTS (SELECT 1 FROM :"schema".jobs h
                        WHERE h.queue = j.queue AND h.unique_key = j.unique_key
-                         AND h.state IN ('available', 'running'))
+                         AND h.state IN ('available', 'running', 'waiting'))
            AND j.id = (SELECT min(c.id) FROM :"schema".jobs c
                        WHERE c.id = ANY(:ids::bigint[]) AND c.state IN ('dead', 'cancelled')
                          AND c.queue = j.queue AND c.unique_key = j.unique_key)))
-RETURNING j.id;
+RETURNING j.id, EXISTS (SELECT 1 FROM :"schema".dependencies d WHERE d.job_id = j.id);
 
 -- name: retry_all
 -- The same as retry, for every job of a queue in one state (dead or cancelled).
 UPDATE :"schema".jobs j
 SET state = 'available', attempts = 0, run_at = statement_timestamp(), finished_at = NULL,
-    lease_expires_at = NULL
+    lease_expires_at = NULL,
+    notify = EXISTS (SELECT 1 FROM :"schema".dependencies d
+                     WHERE d.depends_on = j.id AND NOT d.met)
 WHERE j.queue = :queue::text AND j.state = :state::text AND j.state IN ('dead', 'cancelled')
   AND (j.unique_key IS NULL
        OR (NOT EXISTS (SELECT 1 FROM :"schema".jobs h
                        WHERE h.queue = j.queue AND h.unique_key = j.unique_key
-                         AND h.state IN ('available', 'running'))
+                         AND h.state IN ('available', 'running', 'waiting'))
            AND j.id = (SELECT min(c.id) FROM :"schema".jobs c
                        WHERE c.queue = :queue::text AND c.state = :state::text
-                         AND c.queue = j.queue AND c.unique_key = j.unique_key)));
+                         AND c.queue = j.queue AND c.unique_key = j.unique_key)))
+RETURNING j.id, EXISTS (SELECT 1 FROM :"schema".dependencies d WHERE d.job_id = j.id);
 
 -- name: purge
 -- One small batch of a purge; walks jobs_finished_idx.
@@ -349,7 +356,7 @@ WHERE j.id IN (
   SELECT d.id FROM :"schema".jobs d
   WHERE d.queue = :queue::text AND d.state = :state::text
     AND d.state IN ('succeeded', 'dead', 'cancelled')
-    AND d.finished_at <= :cutoff::timestamptz
+    AND d.finished_at <= :cutoff::timestamptz AND NOT d.notify
   ORDER BY d.finished_at
   LIMIT :batch::integer
   FOR UPDATE SKIP LOCKED
@@ -394,6 +401,11 @@ FROM :"schema".jobs j
 WHERE j.state IN ('succeeded', 'dead', 'cancelled')
   AND (:queue::text IS NULL OR j.queue = :queue::text)
 GROUP BY j.queue, j.state
+UNION ALL
+SELECT j.queue, 'waiting'::text, count(*), 0::bigint, NULL::bigint
+FROM :"schema".jobs j
+WHERE j.state = 'waiting' AND (:queue::text IS NULL OR j.queue = :queue::text)
+GROUP BY j.queue
 UNION ALL
 SELECT q.name, 'paused'::text, 0::bigint, 0::bigint, NULL::bigint
 FROM :"schema".queues q
@@ -562,6 +574,7 @@ SELECT (SELECT min(j.id) FROM :"schema".jobs j), (SELECT max(j.id) FROM :"schema
 -- Deletes jobs by id, only those that have finished (like purge, never a live job).
 DELETE FROM :"schema".jobs j
 WHERE j.id = ANY(:ids::bigint[]) AND j.state IN ('succeeded', 'dead', 'cancelled')
+  AND NOT j.notify
 RETURNING j.id;
 
 -- name: get
@@ -697,3 +710,140 @@ DELETE FROM :"schema".workers WHERE name = :name::text;
 -- name: list_workers
 SELECT name, host, pid, queues, threads, started_at, heartbeat_at FROM :"schema".workers
 ORDER BY name;
+
+-- Dependencies (docs/workflows.md). dependencies holds one row per edge: job_id waits for
+-- depends_on. A job enqueued after others is inserted waiting (or, when one of them is
+-- already dead or cancelled, cancelled) with waiting_for = how many have not succeeded; each
+-- of those is marked notify. resolve_dependencies then tells the dependents of every
+-- finished job marked notify, in short transactions: a success meets the edge and counts
+-- waiting_for down (the last one makes the job available, which jobs_notify_available
+-- announces), a death or cancellation cancels the waiting dependents (which, marked notify
+-- themselves, pass it down the chain).
+
+-- name: lock_dependencies
+-- The enqueue of a dependent, first: locks its live dependencies (marking them notify), so
+-- that none finishes before this transaction commits unseen; then reads every state, with a
+-- new snapshot (dependency_states) that sees what finished while it waited.
+UPDATE :"schema".jobs j SET notify = true
+WHERE j.id = ANY(:ids::bigint[]) AND j.state IN ('available', 'running', 'waiting');
+
+-- name: dependency_states
+SELECT j.id, j.state FROM :"schema".jobs j WHERE j.id = ANY(:ids::bigint[]);
+
+-- name: insert_dependent
+INSERT INTO :"schema".jobs (queue, payload, priority, run_at, max_attempts, unique_key, state,
+                          waiting_for, delay_us, finished_at, last_error)
+VALUES (:queue::text, :payload::bytea, :priority::integer,
+        CASE WHEN :state::text = 'available'
+             THEN greatest(coalesce(:run_at::timestamptz, statement_timestamp()),
+                           statement_timestamp() + :delay_us::bigint * interval '1 microsecond')
+             ELSE coalesce(:run_at::timestamptz, statement_timestamp()) END,
+        :max_attempts::integer, :unique_key::text, :state::text, :waiting_for::integer,
+        :delay_us::bigint, CASE WHEN :state::text = 'cancelled' THEN statement_timestamp() END,
+        :last_error::text)
+ON CONFLICT (queue, unique_key)
+  WHERE unique_key IS NOT NULL AND state IN ('available', 'running', 'waiting')
+  DO NOTHING
+RETURNING id;
+
+-- name: unique_holder
+SELECT j.id FROM :"schema".jobs j
+WHERE j.queue = :queue::text AND j.unique_key = :unique_key::text
+  AND j.state IN ('available', 'running', 'waiting');
+
+-- name: insert_dependencies
+INSERT INTO :"schema".dependencies (depends_on, job_id, met)
+SELECT d.depends_on, :job_id::bigint, d.met
+FROM unnest(:depends_on::bigint[], :met::boolean[]) AS d(depends_on, met);
+
+-- name: resolve_lock
+-- One resolver at a time over the whole database (a transaction-scoped advisory lock, so
+-- that it works through a pooler in transaction mode): rounds of several processes would
+-- otherwise meet on the same edges and dependents in opposite orders. try: another process
+-- is resolving already, and this one lets it.
+SELECT pg_try_advisory_xact_lock(hashtext(:'channel' || '.dependencies'));
+
+-- name: resolve_wait_lock
+-- The same lock, waited for: a retry of a dependent must not miss a round's work.
+SELECT pg_advisory_xact_lock(hashtext(:'channel' || '.dependencies'));
+
+-- name: notified_jobs
+-- Finished jobs with dependents still to tell, along jobs_notify_idx; locked so that a retry
+-- of one waits for its round.
+SELECT j.id, j.state FROM :"schema".jobs j
+WHERE j.notify AND j.state IN ('succeeded', 'dead', 'cancelled')
+ORDER BY j.id
+LIMIT :limit::integer
+FOR UPDATE SKIP LOCKED;
+
+-- name: meet_dependents
+-- A success: up to :limit unmet edges of the job become met, and each dependent counts
+-- down; the last one makes a waiting dependent available, its delay counted from now.
+WITH edges AS (
+  UPDATE :"schema".dependencies d SET met = true
+  WHERE d.depends_on = :id::bigint AND NOT d.met
+    AND d.job_id IN (SELECT e.job_id FROM :"schema".dependencies e
+                     WHERE e.depends_on = :id::bigint AND NOT e.met
+                     ORDER BY e.job_id LIMIT :limit::integer)
+  RETURNING d.job_id
+), counted AS (
+  UPDATE :"schema".jobs j
+  SET state = CASE WHEN j.state = 'waiting' AND j.waiting_for <= 1 THEN 'available'
+                   ELSE j.state END,
+      run_at = CASE WHEN j.state = 'waiting' AND j.waiting_for <= 1
+                    THEN greatest(j.run_at, statement_timestamp()
+                                            + j.delay_us * interval '1 microsecond')
+                    ELSE j.run_at END,
+      waiting_for = greatest(j.waiting_for - 1, 0)
+  FROM edges
+  WHERE j.id = edges.job_id
+  RETURNING j.id
+)
+SELECT count(*) FROM edges;
+
+-- name: cancel_dependents
+-- A death or cancellation: up to :limit waiting dependents are cancelled.
+UPDATE :"schema".jobs j
+SET state = 'cancelled', finished_at = statement_timestamp(), last_error = :error::text
+WHERE j.id IN (SELECT d.job_id FROM :"schema".dependencies d
+               JOIN :"schema".jobs w ON w.id = d.job_id
+               WHERE d.depends_on = :id::bigint AND NOT d.met AND w.state = 'waiting'
+               ORDER BY d.job_id LIMIT :limit::integer)
+  AND j.state = 'waiting';
+
+-- name: told
+UPDATE :"schema".jobs j SET notify = false WHERE j.id = :id::bigint;
+
+-- name: rewait
+-- Retried dependents wait again for what has not succeeded, or are available now. Each edge
+-- is met when its job has succeeded (an edge whose job is gone keeps what it was).
+WITH edges AS (
+  UPDATE :"schema".dependencies d
+  SET met = coalesce((SELECT j.state = 'succeeded' FROM :"schema".jobs j
+                      WHERE j.id = d.depends_on), d.met)
+  WHERE d.job_id = ANY(:ids::bigint[])
+  RETURNING d.job_id, d.depends_on, d.met
+), counts AS (
+  SELECT e.job_id, count(*) FILTER (WHERE NOT e.met) AS unmet FROM edges e GROUP BY e.job_id
+)
+UPDATE :"schema".jobs j
+SET waiting_for = c.unmet, state = CASE WHEN c.unmet > 0 THEN 'waiting' ELSE 'available' END
+FROM counts c
+WHERE j.id = c.job_id;
+
+-- name: renotify
+UPDATE :"schema".jobs j SET notify = true
+WHERE j.id IN (SELECT d.depends_on FROM :"schema".dependencies d
+               WHERE d.job_id = ANY(:ids::bigint[]) AND NOT d.met)
+  AND j.state IN ('available', 'running', 'waiting') AND NOT j.notify;
+
+-- name: dependencies_of
+-- What the job waits for; state is NULL for a job that no longer exists.
+SELECT d.depends_on, j.state, d.met
+FROM :"schema".dependencies d LEFT JOIN :"schema".jobs j ON j.id = d.depends_on
+WHERE d.job_id = :id::bigint ORDER BY d.depends_on;
+
+-- name: dependents_of
+SELECT d.job_id, j.state, d.met, count(*) OVER () AS total
+FROM :"schema".dependencies d LEFT JOIN :"schema".jobs j ON j.id = d.job_id
+WHERE d.depends_on = :id::bigint ORDER BY d.job_id LIMIT :limit::integer;

@@ -29,7 +29,7 @@ INSERT INTO readpast_schema_version (version) VALUES (:version);
 
 -- name: find_unique_holder
 SELECT id FROM readpast_jobs WHERE queue = :queue AND unique_key = :unique_key
-  AND state IN ('available', 'running');
+  AND (state = 'available' OR state = 'running' OR state = 'waiting');
 
 -- name: insert_job
 -- The new id is read with sqlite3_last_insert_rowid(), not RETURNING: RETURNING buffers its
@@ -90,7 +90,10 @@ UPDATE readpast_jobs SET state = 'succeeded', finished_at = :now, lease_expires_
   WHERE id = :id AND state = 'running' AND lease_token = :token;
 
 -- name: complete_delete
-DELETE FROM readpast_jobs WHERE id = :id AND state = 'running' AND lease_token = :token;
+-- A job with dependents to tell (notify) is kept as succeeded instead, until
+-- resolve_dependencies has told them; then retention deletes it.
+DELETE FROM readpast_jobs
+  WHERE id = :id AND state = 'running' AND lease_token = :token AND notify = 0;
 
 -- name: fail
 -- :retry_after NULL: use the backoff, min(:backoff_cap, :backoff_base * 2^(attempts-1)) *
@@ -124,19 +127,23 @@ UPDATE readpast_jobs SET state = 'available', run_at = :now + :delay,
 
 -- name: cancel
 UPDATE readpast_jobs SET state = 'cancelled', finished_at = :now, lease_expires_at = NULL
-  WHERE id = :id AND state IN ('available', 'running');
+  WHERE id = :id AND (state = 'available' OR state = 'running' OR state = 'waiting');
 
 -- name: retry
 -- A job whose unique key a live job of its queue holds now stays where it is: it cannot
--- become live again without breaking the key's promise.
+-- become live again without breaking the key's promise. A retried job that others still
+-- wait for (an edge not met) must tell them when it finishes again: notify.
 UPDATE readpast_jobs SET state = 'available', attempts = 0, run_at = :now, finished_at = NULL,
-    lease_expires_at = NULL
+    lease_expires_at = NULL,
+    notify = EXISTS (SELECT 1 FROM readpast_dependencies d
+                     WHERE d.depends_on = readpast_jobs.id AND d.met = 0)
   WHERE id = :id AND state IN ('dead', 'cancelled')
     AND NOT (unique_key IS NOT NULL
              AND EXISTS (SELECT 1 FROM readpast_jobs h
                          WHERE h.queue = readpast_jobs.queue
                            AND h.unique_key = readpast_jobs.unique_key
-                           AND h.state IN ('available', 'running')));
+                           AND (h.state = 'available' OR h.state = 'running'
+                                OR h.state = 'waiting')));
 
 -- readpast_jobs_queue_state leaves running jobs out (migration 4). SQLite uses a partial index
 -- only for a statement whose WHERE repeats the index's condition word for word (state =
@@ -157,7 +164,7 @@ DELETE FROM readpast_jobs WHERE id IN (
   SELECT id FROM readpast_jobs
     WHERE queue = :queue AND state = :state
       AND (state = 'succeeded' OR state = 'dead' OR state = 'cancelled')
-      AND finished_at <= :finished_before
+      AND finished_at <= :finished_before AND notify = 0
     ORDER BY finished_at LIMIT :limit);
 
 -- name: stats_all
@@ -395,7 +402,8 @@ SELECT (SELECT min(id) FROM readpast_jobs), (SELECT max(id) FROM readpast_jobs);
 
 -- name: delete_finished
 -- Deletes one job by id, only when it has finished (like purge, never a live job).
-DELETE FROM readpast_jobs WHERE id = :id AND state IN ('succeeded', 'dead', 'cancelled');
+DELETE FROM readpast_jobs
+  WHERE id = :id AND state IN ('succeeded', 'dead', 'cancelled') AND notify = 0;
 
 -- name: get
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
@@ -443,3 +451,104 @@ DELETE FROM readpast_workers WHERE name = :name;
 -- name: list_workers
 SELECT name, host, pid, queues, threads, started_at, heartbeat_at FROM readpast_workers
   ORDER BY name;
+
+-- Dependencies (docs/workflows.md). readpast_dependencies holds one row per edge: job_id
+-- waits for depends_on. A job enqueued after others is inserted waiting (or, when one of them
+-- is already dead or cancelled, cancelled) with waiting_for = how many have not succeeded;
+-- each of those is marked notify. resolve_dependencies, in short transactions of its own,
+-- then tells the dependents of every finished job marked notify: a success meets the edge and
+-- counts waiting_for down (the last one makes the job available), a death or cancellation
+-- cancels the waiting dependents (which, marked notify themselves, pass it down the chain).
+
+-- name: dependency_state
+SELECT state FROM readpast_jobs WHERE id = :id;
+
+-- name: insert_dependent_job
+INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempts,
+                           enqueued_at, unique_key, payload, waiting_for, delay_us,
+                           finished_at, last_error)
+  VALUES (:queue, :state, :priority, :run_at, 0, :max_attempts, :now, :unique_key,
+          :payload, :waiting_for, :delay_us, :finished_at, :last_error);
+
+-- name: insert_dependency
+INSERT INTO readpast_dependencies (depends_on, job_id, met) VALUES (:depends_on, :job_id, :met);
+
+-- name: mark_notify
+-- Only a live job: a finished one has nothing more to tell.
+UPDATE readpast_jobs SET notify = 1
+  WHERE id = :id AND notify = 0
+    AND (state = 'available' OR state = 'running' OR state = 'waiting');
+
+-- name: notified_jobs
+-- Finished jobs with dependents still to tell, along readpast_jobs_notify.
+SELECT id, state FROM readpast_jobs
+  WHERE notify = 1 AND (state = 'succeeded' OR state = 'dead' OR state = 'cancelled')
+  ORDER BY id LIMIT :limit;
+
+-- name: unmet_dependents
+SELECT job_id FROM readpast_dependencies WHERE depends_on = :id AND met = 0
+  ORDER BY job_id LIMIT :limit;
+
+-- name: meet_dependency
+UPDATE readpast_dependencies SET met = 1
+  WHERE depends_on = :depends_on AND job_id = :job_id AND met = 0;
+
+-- name: count_down
+-- The last unmet dependency makes a waiting job available, its delay counted from now.
+UPDATE readpast_jobs SET
+    state = CASE WHEN state = 'waiting' AND waiting_for <= 1 THEN 'available' ELSE state END,
+    run_at = CASE WHEN state = 'waiting' AND waiting_for <= 1
+                  THEN max(run_at, :now + delay_us) ELSE run_at END,
+    waiting_for = max(waiting_for - 1, 0)
+  WHERE id = :id;
+
+-- name: waiting_dependents
+SELECT d.job_id FROM readpast_dependencies d JOIN readpast_jobs j ON j.id = d.job_id
+  WHERE d.depends_on = :id AND d.met = 0 AND j.state = 'waiting'
+  ORDER BY d.job_id LIMIT :limit;
+
+-- name: cancel_dependent
+UPDATE readpast_jobs SET state = 'cancelled', finished_at = :now, last_error = :error
+  WHERE id = :id AND state = 'waiting';
+
+-- name: told
+UPDATE readpast_jobs SET notify = 0 WHERE id = :id;
+
+-- name: has_dependencies
+SELECT EXISTS (SELECT 1 FROM readpast_dependencies WHERE job_id = :id);
+
+-- name: remeet_dependencies
+-- A retried dependent: each edge is met when its job has succeeded (an edge whose job is
+-- gone keeps what it was).
+UPDATE readpast_dependencies SET
+    met = coalesce((SELECT j.state = 'succeeded' FROM readpast_jobs j
+                    WHERE j.id = readpast_dependencies.depends_on), met)
+  WHERE job_id = :id;
+
+-- name: rewait
+-- A retried dependent waits again for what has not succeeded, or is available now.
+UPDATE readpast_jobs SET
+    waiting_for = (SELECT count(*) FROM readpast_dependencies WHERE job_id = :id AND met = 0),
+    state = CASE WHEN EXISTS (SELECT 1 FROM readpast_dependencies
+                              WHERE job_id = :id AND met = 0)
+                 THEN 'waiting' ELSE 'available' END
+  WHERE id = :id;
+
+-- name: renotify
+UPDATE readpast_jobs SET notify = 1
+  WHERE id IN (SELECT depends_on FROM readpast_dependencies WHERE job_id = :id AND met = 0)
+    AND (state = 'available' OR state = 'running' OR state = 'waiting');
+
+-- name: dependencies_of
+-- What the job waits for; state is NULL for a job that no longer exists.
+SELECT d.depends_on, j.state, d.met
+  FROM readpast_dependencies d LEFT JOIN readpast_jobs j ON j.id = d.depends_on
+  WHERE d.job_id = :id ORDER BY d.depends_on;
+
+-- name: dependents_of
+SELECT d.job_id, j.state, d.met
+  FROM readpast_dependencies d LEFT JOIN readpast_jobs j ON j.id = d.job_id
+  WHERE d.depends_on = :id ORDER BY d.job_id LIMIT :limit;
+
+-- name: dependent_count
+SELECT count(*) FROM readpast_dependencies WHERE depends_on = :id;

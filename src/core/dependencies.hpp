@@ -1,0 +1,43 @@
+// core/dependencies.hpp — the rules of dependencies that every engine shares: what a job
+// enqueued after others becomes, and what a dependent is told when a dependency finishes
+// badly (docs/workflows.md). Engines read the states and write the outcome in their own SQL.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "readpast/error.hpp"
+#include "readpast/job.hpp"
+
+namespace readpast::detail {
+
+// How many finished jobs one round of Engine::resolve_dependencies takes, and how many of
+// one job's dependents it tells in one transaction: short transactions however many jobs
+// wait for one (10,000 dependents are 20 of them).
+inline constexpr int kResolveJobs = 16;
+inline constexpr int kResolveChunk = 500;
+
+struct DependentPlan {
+  JobState state = JobState::kAvailable;  // waiting, available or cancelled
+  int waiting_for = 0;                    // dependencies not yet succeeded
+  std::vector<std::pair<JobId, bool>> edges;  // (depends_on, met)
+  std::vector<JobId> to_notify;  // live dependencies, which must tell the job when they finish
+  std::optional<std::string> last_error;  // why it was cancelled at once
+};
+
+// states[i] is the state of after[i] as the enqueue's transaction read it (and locked it,
+// where an engine locks), nullopt when there is no such job: kInvalidArgument then.
+Result<DependentPlan> plan_dependent(std::span<const JobId> after,
+                                     std::span<const std::optional<JobState>> states);
+
+// A job enqueued after others whose unique key a live job already holds: an error, since
+// the job it would hand back was not enqueued after those dependencies.
+Error unique_key_held_by_error(JobId holder);
+
+// last_error of a dependent cancelled because `dependency` ended in `state`.
+std::string dependency_failed_error(JobId dependency, JobState state);
+
+}  // namespace readpast::detail

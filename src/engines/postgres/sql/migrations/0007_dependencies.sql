@@ -1,0 +1,151 @@
+-- Migration 7: dependencies (docs/workflows.md). A job enqueued after others waits in the new
+-- state 'waiting' until they have all succeeded; it holds its unique key meanwhile, like a
+-- live job. Three columns, each added without rewriting the table (a constant default):
+--   waiting_for  how many of the job's dependencies have not succeeded yet; the job becomes
+--                available when the last one does (each edge is counted down once).
+--   notify       the job has dependents to tell when it finishes; jobs_notify_idx finds the
+--                finished ones that have not told them yet (resolve_dependencies).
+--   delay_us     a waiting job's delay, counted from the moment it becomes available.
+-- Locks: ACCESS EXCLUSIVE on jobs for the ALTERs (catalog changes only, no scan: the CHECK
+-- is added NOT VALID, as every existing row satisfies it), then SHARE while the three partial
+-- indexes are built (a read of the table; writers wait, readers do not). Written once and
+-- never edited after release.
+ALTER TABLE :"schema".jobs
+  DROP CONSTRAINT jobs_state_check,
+  ADD CONSTRAINT jobs_state_check
+    CHECK (state IN ('available', 'running', 'succeeded', 'dead', 'cancelled', 'waiting'))
+    NOT VALID,
+  ADD COLUMN waiting_for integer NOT NULL DEFAULT 0,
+  ADD COLUMN notify boolean NOT NULL DEFAULT false,
+  ADD COLUMN delay_us bigint NOT NULL DEFAULT 0;
+
+DROP INDEX :"schema".jobs_unique_key_idx;
+CREATE UNIQUE INDEX jobs_unique_key_idx ON :"schema".jobs (queue, unique_key)
+  WHERE unique_key IS NOT NULL AND state IN ('available', 'running', 'waiting');
+CREATE INDEX jobs_notify_idx ON :"schema".jobs (id)
+  WHERE notify AND state IN ('succeeded', 'dead', 'cancelled');
+-- stats and list of waiting jobs (the other states each have theirs).
+CREATE INDEX jobs_waiting_idx ON :"schema".jobs (queue, id) WHERE state = 'waiting';
+
+-- One row per edge: job_id waits for depends_on. met: depends_on succeeded while job_id
+-- waited (counted down in job_id's waiting_for). The primary key finds a finished job's
+-- dependents; dependencies_job_idx what a job waits for.
+CREATE TABLE :"schema".dependencies (
+  depends_on bigint  NOT NULL,
+  job_id     bigint  NOT NULL,
+  met        boolean NOT NULL DEFAULT false,
+  PRIMARY KEY (depends_on, job_id)
+);
+CREATE INDEX dependencies_job_idx ON :"schema".dependencies (job_id, depends_on);
+
+-- The SQL interface (docs/sql.md): enqueue's unique key is held by waiting jobs too (the
+-- index above), so the holder it hands back may be waiting.
+CREATE OR REPLACE FUNCTION :"schema".enqueue(queue text, payload bytea DEFAULT ''::bytea,
+                            priority integer DEFAULT 100, run_at timestamptz DEFAULT NULL,
+                            delay interval DEFAULT NULL, max_attempts integer DEFAULT 25,
+                            unique_key text DEFAULT NULL)
+RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE
+  job_id bigint;
+BEGIN
+  IF $4 IS NOT NULL AND $5 IS NOT NULL THEN
+    RAISE EXCEPTION 'give run_at or delay, not both' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  LOOP
+    INSERT INTO :"schema".jobs AS j (queue, payload, priority, run_at, max_attempts, unique_key)
+    VALUES ($1, $2, $3, coalesce($4, statement_timestamp() + coalesce($5, interval '0')), $6, $7)
+    ON CONFLICT (queue, unique_key)
+      WHERE unique_key IS NOT NULL AND state IN ('available', 'running', 'waiting')
+      DO NOTHING
+    RETURNING j.id INTO job_id;
+    IF job_id IS NOT NULL THEN
+      RETURN job_id;
+    END IF;
+    SELECT j.id INTO job_id FROM :"schema".jobs j
+    WHERE j.queue = $1 AND j.unique_key = $7 AND j.state IN ('available', 'running', 'waiting');
+    IF job_id IS NOT NULL THEN
+      RETURN job_id;
+    END IF;
+  END LOOP;
+END
+$fn$;
+
+-- enqueue_after: enqueue a job that waits until every job of `after` has succeeded (the
+-- rules of docs/workflows.md, as the engines apply them: a missing job is an error, a
+-- succeeded one is met, a dead or cancelled one cancels the new job at once). Returns its id.
+CREATE FUNCTION :"schema".enqueue_after(after bigint[], queue text,
+                                  payload bytea DEFAULT ''::bytea,
+                                  priority integer DEFAULT 100, run_at timestamptz DEFAULT NULL,
+                                  delay interval DEFAULT NULL, max_attempts integer DEFAULT 25,
+                                  unique_key text DEFAULT NULL)
+RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE
+  job_id bigint;
+  missing bigint;
+  unmet integer;
+  failed_id bigint;
+  failed_state text;
+  delay_us bigint := coalesce((extract(epoch FROM $6) * 1000000)::bigint, 0);
+BEGIN
+  IF $5 IS NOT NULL AND $6 IS NOT NULL THEN
+    RAISE EXCEPTION 'give run_at or delay, not both' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF coalesce(array_length($1, 1), 0) = 0 THEN
+    RETURN :"schema".enqueue($2, $3, $4, $5, $6, $7, $8);
+  END IF;
+  IF (SELECT count(DISTINCT a) FROM unnest($1) a) <> array_length($1, 1)
+     OR EXISTS (SELECT 1 FROM unnest($1) a WHERE a IS NULL OR a < 1) THEN
+    RAISE EXCEPTION 'job ids to wait for must be positive and listed once'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  -- Lock the live dependencies first (see lock_dependencies in statements.sql).
+  UPDATE :"schema".jobs j SET notify = true
+  WHERE j.id = ANY($1) AND j.state IN ('available', 'running', 'waiting');
+  SELECT a INTO missing FROM unnest($1) a
+  WHERE NOT EXISTS (SELECT 1 FROM :"schema".jobs j WHERE j.id = a) LIMIT 1;
+  IF missing IS NOT NULL THEN
+    RAISE EXCEPTION 'job % to wait for does not exist', missing
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  SELECT count(*) INTO unmet FROM :"schema".jobs j
+  WHERE j.id = ANY($1) AND j.state <> 'succeeded';
+  SELECT j.id, j.state INTO failed_id, failed_state
+  FROM unnest($1) WITH ORDINALITY AS a(id, ord) JOIN :"schema".jobs j ON j.id = a.id
+  WHERE j.state IN ('dead', 'cancelled') ORDER BY a.ord LIMIT 1;
+  INSERT INTO :"schema".jobs AS j (queue, payload, priority, run_at, max_attempts, unique_key,
+                                 state, waiting_for, delay_us, finished_at, last_error)
+  VALUES ($2, $3, $4,
+          CASE WHEN failed_id IS NULL AND unmet = 0
+               THEN greatest(coalesce($5, statement_timestamp()),
+                             statement_timestamp() + coalesce($6, interval '0'))
+               ELSE coalesce($5, statement_timestamp()) END,
+          $7, $8,
+          CASE WHEN failed_id IS NOT NULL THEN 'cancelled'
+               WHEN unmet > 0 THEN 'waiting' ELSE 'available' END,
+          unmet, delay_us,
+          CASE WHEN failed_id IS NOT NULL THEN statement_timestamp() END,
+          CASE WHEN failed_id IS NOT NULL
+               THEN 'cancelled: dependency ' || failed_id || ' is ' || failed_state END)
+  ON CONFLICT (queue, unique_key)
+    WHERE unique_key IS NOT NULL AND state IN ('available', 'running', 'waiting')
+    DO NOTHING
+  RETURNING j.id INTO job_id;
+  IF job_id IS NULL THEN
+    RAISE EXCEPTION 'the unique key is held by a job that was not enqueued after these jobs'
+      USING ERRCODE = 'unique_violation';
+  END IF;
+  INSERT INTO :"schema".dependencies (depends_on, job_id, met)
+  SELECT j.id, job_id, j.state = 'succeeded' FROM :"schema".jobs j WHERE j.id = ANY($1);
+  RETURN job_id;
+END
+$fn$;
+
+CREATE FUNCTION :"schema".enqueue_after(after bigint[], queue text, payload text,
+                                  priority integer DEFAULT 100, run_at timestamptz DEFAULT NULL,
+                                  delay interval DEFAULT NULL, max_attempts integer DEFAULT 25,
+                                  unique_key text DEFAULT NULL)
+RETURNS bigint LANGUAGE sql VOLATILE AS $fn$
+  SELECT :"schema".enqueue_after($1, $2, convert_to($3, 'UTF8'), $4, $5, $6, $7, $8)
+$fn$;

@@ -1,0 +1,73 @@
+-- 7: dependencies (docs/workflows.md). A job enqueued after others waits in the new state
+-- 'waiting' until they have all succeeded. The jobs table is rebuilt, as in migration 3,
+-- because SQLite cannot alter a CHECK; three columns come with it:
+--   waiting_for  how many of the job's dependencies have not succeeded yet; the job becomes
+--                available when the last one does (each edge is counted down once).
+--   notify       the job has dependents to tell when it finishes; readpast_jobs_notify finds
+--                the finished ones that have not told them yet (Queue::resolve_dependencies).
+--   delay_us     a waiting job's delay, counted from the moment it becomes available.
+-- A waiting job holds its unique key, like a live one. Every row, id and the AUTOINCREMENT
+-- counter are kept.
+
+CREATE TABLE readpast_jobs_v7 (
+  id               INTEGER PRIMARY KEY AUTOINCREMENT,  -- increasing, never reused
+  queue            TEXT    NOT NULL,
+  state            TEXT    NOT NULL DEFAULT 'available'
+                   CHECK (state = 'available' OR state = 'running' OR state = 'succeeded'
+                          OR state = 'dead' OR state = 'cancelled' OR state = 'waiting'),
+  priority         INTEGER NOT NULL DEFAULT 100,
+  run_at           INTEGER NOT NULL,                   -- microseconds since the Unix epoch
+  attempts         INTEGER NOT NULL DEFAULT 0,
+  max_attempts     INTEGER NOT NULL DEFAULT 25 CHECK (max_attempts >= 1),
+  lease_token      TEXT,
+  leased_by        TEXT,
+  lease_expires_at INTEGER,
+  enqueued_at      INTEGER NOT NULL,
+  started_at       INTEGER,
+  finished_at      INTEGER,
+  unique_key       TEXT,
+  last_error       TEXT,
+  payload          BLOB    NOT NULL DEFAULT x'',
+  waiting_for      INTEGER NOT NULL DEFAULT 0,
+  notify           INTEGER NOT NULL DEFAULT 0,
+  delay_us         INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO sqlite_sequence (name, seq)
+  SELECT 'readpast_jobs_v7', seq FROM sqlite_sequence WHERE name = 'readpast_jobs';
+INSERT INTO readpast_jobs_v7 (id, queue, state, priority, run_at, attempts, max_attempts,
+                              lease_token, leased_by, lease_expires_at, enqueued_at,
+                              started_at, finished_at, unique_key, last_error, payload)
+  SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+         lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs;
+DROP TABLE readpast_jobs;
+ALTER TABLE readpast_jobs_v7 RENAME TO readpast_jobs;
+CREATE INDEX readpast_jobs_lease ON readpast_jobs (queue, priority, run_at, id)
+  WHERE state = 'available';
+CREATE INDEX readpast_jobs_expiry ON readpast_jobs (queue, lease_expires_at)
+  WHERE state = 'running';
+CREATE UNIQUE INDEX readpast_jobs_unique ON readpast_jobs (queue, unique_key)
+  WHERE unique_key IS NOT NULL AND (state = 'available' OR state = 'running' OR state = 'waiting');
+CREATE INDEX readpast_jobs_finished ON readpast_jobs (queue, state, finished_at)
+  WHERE state = 'succeeded' OR state = 'dead' OR state = 'cancelled';
+CREATE INDEX readpast_jobs_queue_state ON readpast_jobs (queue, state, id)
+  WHERE state <> 'running';
+CREATE INDEX readpast_jobs_notify ON readpast_jobs (id)
+  WHERE notify = 1 AND (state = 'succeeded' OR state = 'dead' OR state = 'cancelled');
+CREATE TRIGGER readpast_jobs_queue_name_insert BEFORE INSERT ON readpast_jobs
+  WHEN NOT (typeof(NEW.queue) = 'text' AND length(NEW.queue) BETWEEN 1 AND 128 AND NEW.queue GLOB '[A-Za-z0-9]*' AND NEW.queue NOT GLOB '*[^A-Za-z0-9_.-]*')
+  BEGIN SELECT RAISE(ABORT, 'invalid queue name'); END;
+CREATE TRIGGER readpast_jobs_queue_name_update BEFORE UPDATE OF queue ON readpast_jobs
+  WHEN NOT (typeof(NEW.queue) = 'text' AND length(NEW.queue) BETWEEN 1 AND 128 AND NEW.queue GLOB '[A-Za-z0-9]*' AND NEW.queue NOT GLOB '*[^A-Za-z0-9_.-]*')
+  BEGIN SELECT RAISE(ABORT, 'invalid queue name'); END;
+
+-- One row per edge: job_id waits for depends_on. met: depends_on succeeded while job_id
+-- waited (counted down in job_id's waiting_for). The primary key finds a finished job's
+-- dependents; readpast_dependencies_job finds what a job waits for.
+CREATE TABLE readpast_dependencies (
+  depends_on INTEGER NOT NULL,
+  job_id     INTEGER NOT NULL,
+  met        INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (depends_on, job_id)
+) WITHOUT ROWID;
+CREATE INDEX readpast_dependencies_job ON readpast_dependencies (job_id, depends_on);
