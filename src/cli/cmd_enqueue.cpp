@@ -33,6 +33,7 @@ struct EnqueueArgs {
   std::optional<std::string> run_at;
   int max_attempts = kDefaultMaxAttempts;
   std::optional<std::string> unique_key;
+  std::vector<JobId> after;
   bool lines = false;
   bool stream = false;
 };
@@ -63,6 +64,10 @@ CliResult<NewJob> job_template(const EnqueueArgs& args) {
     if (args.unique_key->empty()) return fail_cli(usage_error("--unique: the key is empty"));
     job.unique_key = *args.unique_key;
   }
+  for (JobId id : args.after) {
+    if (id < 1) return fail_cli(usage_error(fmt::format("--after: {} is not a job id", id)));
+  }
+  job.after = args.after;
   if (args.lines && args.payload) {
     return fail_cli(usage_error("--lines reads the payloads from stdin; give no PAYLOAD"));
   }
@@ -229,9 +234,15 @@ Command add_enqueue_command(CLI::App& parent) {
       ->type_name("N")
       ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   app->add_option("--unique", args->unique_key,
-                  "Enqueue nothing when an available or running job of the queue holds KEY; "
-                  "print that job's id")
+                  "Enqueue nothing when a waiting, available or running job of the queue holds "
+                  "KEY; print that job's id")
       ->type_name("KEY");
+  app->add_option("--after", args->after,
+                  "Wait until job ID has succeeded (repeatable: until all have); the job is "
+                  "'waiting' until then, cancelled if one ends dead or cancelled, and its "
+                  "--delay counts from the moment it becomes available")
+      ->type_name("ID")
+      ->allow_extra_args(false);
   app->add_flag("--lines", args->lines, "One payload per line of stdin; empty lines are skipped");
   app->add_flag("--stream", args->stream,
                 "With --lines: send batches as lines arrive instead of after the end of input");

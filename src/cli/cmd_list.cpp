@@ -40,7 +40,7 @@ CliStatus list(Session& session, const ListArgs& args) {
   if (args.state) {
     auto state = parse_state_arg("--state", *args.state,
                                  {JobState::kAvailable, JobState::kRunning, JobState::kSucceeded,
-                                  JobState::kDead, JobState::kCancelled});
+                                  JobState::kDead, JobState::kCancelled, JobState::kWaiting});
     if (!state) return fail_cli(state.error());
     request.state = *state;
   }
@@ -116,7 +116,7 @@ Command add_list_command(CLI::App& parent) {
   app->add_option("QUEUE", args->queue, "Queue name")->required();
   app->add_option("--state", args->state,
                   "Only jobs in this stored state: available, running, succeeded, dead, "
-                  "cancelled")
+                  "cancelled, waiting")
       ->type_name("STATE");
   app->add_option("--limit", args->limit, "At most N jobs (default: 100)")
       ->type_name("N")

@@ -20,12 +20,16 @@ CliStatus show(Session& session, const ShowArgs& args) {
   if (!queue) return fail_cli(queue.error());
   auto job = queue->get(args.id);
   if (!job) return fail_cli(failure(job.error()));
+  auto dependencies = queue->dependencies(args.id);
+  if (!dependencies) return fail_cli(failure(dependencies.error()));
   if (args.json) {
-    session.console().write_stdout(json::dump_json(json::job_to_json(*job)));
+    auto object = json::job_to_json(*job);
+    object.update(json::dependencies_to_json(*dependencies));
+    session.console().write_stdout(json::dump_json(object));
     return {};
   }
   const auto now = std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now());
-  session.console().write_stdout(job_details(*job, now));
+  session.console().write_stdout(job_details(*job, now, *dependencies));
   return {};
 }
 
@@ -43,7 +47,8 @@ Command add_show_command(CLI::App& parent) {
                 "max_attempts, lease_token, leased_by, lease_expires_at, enqueued_at, "
                 "started_at, finished_at, unique_key, last_error (null when absent; times in "
                 "RFC 3339), payload (text when valid UTF-8, else base64) and payload_encoding "
-                "(\"utf8\" or \"base64\")");
+                "(\"utf8\" or \"base64\"); then after and dependents (what the job waits "
+                "for and what waits for it: {id, state, met} each) and dependent_count");
   return {app, [args](Session& session) { return show(session, *args); }};
 }
 

@@ -163,13 +163,15 @@ CliStatus stats(Session& session, const StatsArgs& args) {
                {"SUCCEEDED", Align::kRight},
                {"DEAD", Align::kRight},
                {"CANCELLED", Align::kRight},
+               {"WAITING", Align::kRight},
                {"OLDEST AVAILABLE", Align::kRight},
                {"PAUSED"}});
   for (const auto& s : stats) {
     table.add_row({s.queue, std::to_string(s.available), std::to_string(s.scheduled),
                    std::to_string(s.running), std::to_string(s.expired),
                    std::to_string(s.succeeded), std::to_string(s.dead), std::to_string(s.cancelled),
-                   age_text(s.oldest_available_age), s.paused ? "yes" : "no"});
+                   std::to_string(s.waiting), age_text(s.oldest_available_age),
+                   s.paused ? "yes" : "no"});
   }
   session.console().write_stdout(table.render());
   return {};
@@ -184,14 +186,15 @@ Command add_stats_command(CLI::App& parent) {
       "Count the jobs of every queue (or of QUEUE) per state. 'available' includes "
       "'scheduled' (run_at still in the future); 'running' includes 'expired' (the lease has "
       "passed and no rescue has moved the job yet: its worker is probably gone; see 'readpast "
-      "rescue'); OLDEST AVAILABLE is the age of the oldest job that is due and waiting. --watch "
+      "rescue'); 'waiting' jobs wait for other jobs to succeed (enqueue --after); OLDEST AVAILABLE "
+      "is the age of the oldest job that is due and waiting. --watch "
       "redraws the table every --interval with the rates "
       "of jobs that succeeded and died per second (jobs deleted on completion, with a zero "
       "retention, are not counted), until Ctrl-C.");
   app->add_option("QUEUE", args->queue, "Only this queue");
   app->add_flag("--json", args->json,
                 "Print {\"queues\": {NAME: {available, scheduled, running, expired, succeeded, "
-                "dead, cancelled, oldest_available_age_s, paused}}}");
+                "dead, cancelled, waiting, oldest_available_age_s, paused}}}");
   app->add_flag("--watch", args->watch, "Refresh a live table with rates until Ctrl-C");
   app->add_option("--interval", args->interval, "With --watch: how often (default: 1s)")
       ->type_name("DUR");

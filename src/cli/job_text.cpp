@@ -74,7 +74,23 @@ std::string short_time(TimePoint t) {
   return text;
 }
 
-std::string job_details(const Job& job, TimePoint now) {
+namespace {
+
+// "12 (succeeded, met), 13 (running)": the other end of each edge.
+std::string edges_text(const std::vector<Dependency>& edges) {
+  std::string out;
+  for (const Dependency& edge : edges) {
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} ({}{})", edge.id,
+                       edge.state ? to_string(*edge.state) : std::string_view("purged"),
+                       edge.met ? ", met" : "");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string job_details(const Job& job, TimePoint now, const Dependencies& dependencies) {
   std::string out;
   auto field = [&](std::string_view name, const std::string& value) {
     out += fmt::format("{:<18}{}\n", std::string(name) + ":", value);
@@ -101,6 +117,15 @@ std::string job_details(const Job& job, TimePoint now) {
   field("finished_at", optional_time(job.finished_at));
   field("unique_key", optional_text(job.unique_key));
   field("last_error", optional_text(job.last_error));
+  if (!dependencies.after.empty()) field("waits for", edges_text(dependencies.after));
+  if (dependencies.dependent_count > 0) {
+    const auto listed = static_cast<std::int64_t>(dependencies.dependents.size());
+    field("waited for by",
+          edges_text(dependencies.dependents) +
+              (dependencies.dependent_count > listed
+                   ? fmt::format(" and {} more", dependencies.dependent_count - listed)
+                   : std::string()));
+  }
   field("payload", fmt::format("{} bytes{}", job.payload.size(),
                                detail::is_valid_utf8(job.payload) ? "" : ", not UTF-8"));
   out += escape_for_terminal(job.payload);

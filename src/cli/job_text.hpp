@@ -29,6 +29,6 @@ std::string display_state(const Job& job, TimePoint now);
 std::string short_time(TimePoint t);
 
 // The key/value listing of `show`.
-std::string job_details(const Job& job, TimePoint now);
+std::string job_details(const Job& job, TimePoint now, const Dependencies& dependencies = {});
 
 }  // namespace readpast::cli

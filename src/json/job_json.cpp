@@ -105,6 +105,22 @@ nlohmann::ordered_json job_to_json(const Job& job) {
   return j;
 }
 
+nlohmann::ordered_json dependencies_to_json(const Dependencies& dependencies) {
+  auto edges = [](const std::vector<Dependency>& list) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const Dependency& edge : list) {
+      out.push_back({{"id", edge.id},
+                     {"state", edge.state ? nlohmann::ordered_json(to_string(*edge.state))
+                                          : nlohmann::ordered_json(nullptr)},
+                     {"met", edge.met}});
+    }
+    return out;
+  };
+  return {{"after", edges(dependencies.after)},
+          {"dependents", edges(dependencies.dependents)},
+          {"dependent_count", dependencies.dependent_count}};
+}
+
 nlohmann::ordered_json queue_stats_to_json(const QueueStats& s) {
   return {
       {"available", s.available},
@@ -114,6 +130,7 @@ nlohmann::ordered_json queue_stats_to_json(const QueueStats& s) {
       {"succeeded", s.succeeded},
       {"dead", s.dead},
       {"cancelled", s.cancelled},
+      {"waiting", s.waiting},
       {"oldest_available_age_s", std::chrono::duration<double>(s.oldest_available_age).count()},
       {"paused", s.paused},
   };

@@ -19,6 +19,9 @@ namespace readpast::json {
 // Every column; times as RFC 3339 (UTC), absent values as null; the payload as text when
 // it is valid UTF-8, else base64, said by "payload_encoding": "utf8" | "base64".
 nlohmann::ordered_json job_to_json(const Job& job);
+// {"after": [{"id", "state" (null when purged), "met"}], "dependents": [...],
+// "dependent_count": n}: what a job waits for and what waits for it.
+nlohmann::ordered_json dependencies_to_json(const Dependencies& dependencies);
 
 // One queue's counts: {"available": n, "scheduled": n, "running": n, "succeeded": n,
 // "dead": n, "cancelled": n, "oldest_available_age_s": x, "paused": bool}

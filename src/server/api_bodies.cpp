@@ -27,6 +27,24 @@ Result<std::string> payload_from(const JsonBody& body) {
   return payload->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// A JSON array of at most `max` positive job ids, the value of `field`.
+Result<std::vector<JobId>> positive_ids(const nlohmann::json& items, std::string_view field,
+                                        std::size_t max) {
+  if (!items.is_array() || items.size() > max) {
+    return fail_with(
+        field_error(field, "must be an array of at most " + std::to_string(max) + " job ids"));
+  }
+  std::vector<JobId> ids;
+  ids.reserve(items.size());
+  for (const auto& item : items) {
+    if (!item.is_number_integer() || item.get<std::int64_t>() <= 0) {
+      return fail_with(field_error(field, "must hold positive integers"));
+    }
+    ids.push_back(item.get<std::int64_t>());
+  }
+  return ids;
+}
+
 // The fields allowed, and the lease token every settling call must carry.
 Result<LeaseToken> fence(const JsonBody& body, std::initializer_list<std::string_view> fields) {
   if (auto ok = body.only(fields); !ok) return fail_with(ok.error());
@@ -37,7 +55,7 @@ Result<LeaseToken> fence(const JsonBody& body, std::initializer_list<std::string
 
 Result<NewJob> read_new_job(const JsonBody& body, const std::string& queue) {
   if (auto ok = body.only({"payload", "payload_base64", "priority", "delay", "run_at",
-                           "max_attempts", "unique_key"});
+                           "max_attempts", "unique_key", "after"});
       !ok) {
     return fail_with(ok.error());
   }
@@ -64,6 +82,11 @@ Result<NewJob> read_new_job(const JsonBody& body, const std::string& queue) {
   auto unique_key = body.text("unique_key");
   if (!unique_key) return fail_with(unique_key.error());
   job.unique_key = std::move(*unique_key);
+  if (const auto* after = body.find("after")) {
+    auto ids = positive_ids(*after, "after", kMaxDependencies);
+    if (!ids) return fail_with(ids.error());
+    job.after = std::move(*ids);
+  }
   return job;
 }
 
@@ -147,18 +170,8 @@ Status read_empty(const JsonBody& body) {
 Result<std::vector<JobId>> read_job_ids(const JsonBody& body) {
   if (auto ok = body.only({"ids"}); !ok) return fail_with(ok.error());
   const auto* items = body.find("ids");
-  if (!items || !items->is_array() || items->size() > 10000) {
-    return fail_with(field_error("ids", "must be an array of at most 10000 job ids"));
-  }
-  std::vector<JobId> ids;
-  ids.reserve(items->size());
-  for (const auto& item : *items) {
-    if (!item.is_number_integer() || item.get<std::int64_t>() <= 0) {
-      return fail_with(field_error("ids", "must hold positive integers"));
-    }
-    ids.push_back(item.get<std::int64_t>());
-  }
-  return ids;
+  if (!items) return fail_with(field_error("ids", "must be an array of at most 10000 job ids"));
+  return positive_ids(*items, "ids", 10000);
 }
 
 Result<JobState> read_retry_all(const JsonBody& body) {

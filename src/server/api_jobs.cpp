@@ -96,7 +96,11 @@ Result<HttpResponse> get(Queue& queue, const HttpRequest& request) {
   if (!id) return fail_with(id.error());
   auto job = queue.get(*id);
   if (!job) return fail_with(job.error());
-  return json_response(200, json::job_to_json(*job));
+  auto dependencies = queue.dependencies(*id);
+  if (!dependencies) return fail_with(dependencies.error());
+  auto object = json::job_to_json(*job);
+  object.update(json::dependencies_to_json(*dependencies));
+  return json_response(200, object);
 }
 
 // Why `id` was not changed by an action that applies to jobs in `allowed` states only.

@@ -5,8 +5,8 @@
 namespace readpast::server {
 namespace {
 
-constexpr JobState kStates[] = {JobState::kAvailable, JobState::kRunning, JobState::kSucceeded,
-                                JobState::kDead, JobState::kCancelled};
+constexpr JobState kStates[] = {JobState::kAvailable, JobState::kRunning,   JobState::kSucceeded,
+                                JobState::kDead,      JobState::kCancelled, JobState::kWaiting};
 
 // Is id `a` before id `b` in the order?
 bool comes_before(ListOrder order, JobId a, JobId b) {

@@ -57,6 +57,12 @@ void Maintenance::loop() {
         }
       }
     }
+    // Jobs that finished (through the API, or by workers that stopped) tell the jobs that
+    // wait for them; the workers' leases do it too, this is for when none runs.
+    if (auto told = queue_.resolve_dependencies(); !told && !told.error().is_unavailable()) {
+      logger_.emit(LogLevel::kWarn, "cannot resolve dependencies: " + told.error().message,
+                   {{"event", "dependencies_error"}, {"error", told.error().message}});
+    }
     // What the server's Queue counted (rescues, HTTP workers' jobs) joins the database's
     // totals; a failed flush keeps its counts for the next one.
     if (Clock::now() >= next_metrics_flush_) {

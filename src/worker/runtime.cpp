@@ -351,6 +351,10 @@ bool Runtime::drained(std::size_t index) {
     std::lock_guard lock(mu_);
     if (lane.held > 0) return false;
   }
+  // Jobs this worker finished may have made waiting jobs of the queue available: tell them
+  // now rather than at a later lease, which --drain would not make. A failure leaves it to
+  // whoever leases next.
+  (void)queue_.resolve_dependencies();
   auto stats = queue_.stats(lane.setup.queue);
   if (!stats) {
     if (stats.error().is_unavailable()) {

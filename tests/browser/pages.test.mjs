@@ -356,3 +356,31 @@ test('the workers page shows a real worker process and the jobs it runs', async 
     running.delete(worker);
   }
 });
+
+test('waiting jobs have a tab and a card, and a job page shows its dependencies both ways',
+     async () => {
+  const first = Number((await readpast(['enqueue', 'flow-a', '{"step": 1}'])).trim());
+  const second = Number((await readpast(['enqueue', 'flow-b', '{"step": 2}', '--after',
+                                         String(first)])).trim());
+  await page.goto(base + '/');
+  await eventually(() => page.locator('[data-total="waiting"] .value').innerText(),
+                   (v) => v === '1', 'the waiting card');
+  await page.goto(`${base}/jobs/${second}`);
+  const waitsFor = page.locator(`#waits-for [data-edge="${first}"]`);
+  await eventually(() => waitsFor.innerText(), (t) => /available/.test(t), 'what it waits for');
+  assert.match(await page.locator('h2').first().innerText(), /waiting/);
+  await page.screenshot({path: path.join(SHOTS, 'job-dependencies.png'), fullPage: true});
+  await page.goto(`${base}/jobs/${first}`);
+  await eventually(() => page.locator(`#waited-for-by [data-edge="${second}"]`).innerText(),
+                   (t) => /waiting/.test(t), 'what waits for it');
+  await page.goto(`${base}/jobs?state=waiting`);
+  await eventually(() => page.locator(`[data-job="${second}"]`).count(), (n) => n === 1,
+                   'the waiting tab');
+  // The first job runs: the second is told and becomes available, its edge met.
+  await readpast(['work', 'flow-a', '--exec', 'true', '--drain']);
+  await page.goto(`${base}/jobs/${second}`);
+  await eventually(() => waitsFor.innerText(), (t) => /succeeded/.test(t) && /met/.test(t),
+                   'the edge met');
+  await eventually(() => page.locator('h2').first().innerText(), (t) => /available/.test(t),
+                   'the job available');
+});

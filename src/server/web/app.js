@@ -233,6 +233,7 @@ function renderTotals(section, queues) {
       card('Queues', count(queues.length), '', 'queues'),
       card('Available', count(sum('available')), '', 'available'),
       card('Running', count(sum('running')), 'running', 'running'),
+      card('Waiting', count(sum('waiting')), '', 'waiting'),
       card('Expired', count(sum('expired')), sum('expired') > 0 ? 'expired' : '', 'expired'),
       card('Dead', count(sum('dead')), sum('dead') > 0 ? 'dead' : '', 'dead'),
       card('Finished/s', rate(sum('succeeded_per_s') + sum('dead_per_s')), '', 'rate'));
@@ -349,10 +350,11 @@ function niceCeiling(value) {
 
 // ---- job browser --------------------------------------------------------------------
 
-const STATES = ['available', 'running', 'succeeded', 'dead', 'cancelled'];
+const STATES = ['available', 'running', 'succeeded', 'dead', 'cancelled', 'waiting'];
 // The tabs: a stored state, or a derived view (docs/http.md "Look at jobs").
 const JOB_TABS = [
   {label: 'All'},
+  {label: 'Waiting', state: 'waiting'},
   {label: 'Available', state: 'available'},
   {label: 'Scheduled', view: 'scheduled'},
   {label: 'Retrying', view: 'retrying'},
@@ -365,7 +367,7 @@ const JOB_TABS = [
 // The bulk actions: the endpoint, the verb, and the states each one takes.
 const BULK_ACTIONS = [
   {action: 'retry', label: 'Retry', done: 'retried', takes: 'dead or cancelled'},
-  {action: 'cancel', label: 'Cancel', done: 'cancelled', takes: 'available or running'},
+  {action: 'cancel', label: 'Cancel', done: 'cancelled', takes: 'waiting, available or running'},
   {action: 'delete', label: 'Delete', done: 'deleted', takes: 'succeeded, dead or cancelled'},
 ];
 
@@ -616,8 +618,15 @@ function jobPage(main, id) {
   const error = el('pre', {class: 'text error-text', id: 'last-error'});
   const payload = el('pre', {class: 'text', id: 'payload'});
   const payloadNote = el('span', {class: 'muted'});
+  const waitsFor = el('ul', {class: 'edges', id: 'waits-for'});
+  const waitedForBy = el('ul', {class: 'edges', id: 'waited-for-by'});
+  const dependencyPanel = el('section', {class: 'panel', id: 'dependencies-panel'},
+      el('div', {class: 'panel-head'}, el('h2', {}, 'Dependencies')),
+      el('dl', {class: 'facts'}, el('dt', {}, 'waits for'), el('dd', {}, waitsFor),
+         el('dt', {}, 'waited for by'), el('dd', {}, waitedForBy)));
   main.replaceChildren(
       el('section', {class: 'panel'}, head, actions, facts),
+      dependencyPanel,
       el('section', {class: 'panel', id: 'error-panel'},
          el('div', {class: 'panel-head'}, el('h2', {}, 'Last error')), error),
       el('section', {class: 'panel'},
@@ -644,6 +653,9 @@ function jobPage(main, id) {
         ...fact('worker', job.leased_by || '–'),
         ...fact('lease expires', timeCell(job.lease_expires_at)),
         ...fact('unique key', job.unique_key || '–'));
+    renderEdges(waitsFor, job.after || [], 0);
+    renderEdges(waitedForBy, job.dependents || [], job.dependent_count || 0);
+    dependencyPanel.hidden = !(job.after || []).length && !job.dependent_count;
     error.textContent = job.last_error || '';
     document.getElementById('error-panel').hidden = !job.last_error;
     const shown = formatPayload(job);
@@ -657,6 +669,20 @@ function jobPage(main, id) {
   every(refresh);
 }
 
+// Links to the jobs at the other end of a job's dependencies, each with its state (and
+// "met" once it succeeded while the job waited); `total` says how many there are in all.
+function renderEdges(list, edges, total) {
+  const items = edges.map((edge) => el('li', {'data-edge': edge.id},
+      el('a', {href: '/jobs/' + edge.id}, String(edge.id)), ' ',
+      edge.state ? stateBadge(edge.state) : el('span', {class: 'muted'}, 'purged'),
+      edge.met ? el('span', {class: 'muted'}, ' met') : ''));
+  if (items.length === 0) items.push(el('li', {class: 'muted'}, '–'));
+  if (total > edges.length) {
+    items.push(el('li', {class: 'muted'}, `and ${count(total - edges.length)} more`));
+  }
+  list.replaceChildren(...items);
+}
+
 function renderActions(actions, job, refresh) {
   const path = '/api/jobs/' + job.id;
   actions.replaceChildren();
@@ -664,7 +690,7 @@ function renderActions(actions, job, refresh) {
     actions.append(actionButton('Retry', {'data-action': 'retry', class: 'primary'},
                                 () => api('POST', path + '/retry'), refresh));
   }
-  if (job.state === 'available' || job.state === 'running') {
+  if (job.state === 'available' || job.state === 'running' || job.state === 'waiting') {
     actions.append(actionButton('Cancel', {'data-action': 'cancel', class: 'danger',
                                            'data-confirm': `Cancel job ${job.id}?`},
                                 () => api('POST', path + '/cancel'), refresh));
