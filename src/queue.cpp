@@ -67,6 +67,16 @@ struct Queue::State {
     last_resolve = now;
     return true;
   }
+  // One round of resolve_dependencies for lease(): a lease waits for one short transaction
+  // at most. A round that found work makes the next lease run another at once, so that the
+  // leases of a busy worker keep up with the jobs finishing; an error leaves it to the next.
+  void resolve_one_round() {
+    auto moved = noted(engine->resolve_dependencies());
+    if (moved && *moved > 0) {
+      std::lock_guard lock(mu);
+      last_resolve.reset();
+    }
+  }
 
   // Tells dependents until nothing is left (Queue::resolve_dependencies).
   Result<std::int64_t> resolve_all() {
@@ -222,9 +232,8 @@ Result<std::vector<Job>> Queue::lease(const LeaseRequest& request) {
     if (!rescued) return fail_with(rescued.error());
     state_->metrics->rescued(request.queue, *rescued);
   }
-  // Jobs that waited for others become available here, even when only workers run; an
-  // error leaves it to the next lease (the lease itself does not depend on it).
-  if (!state_->options.read_only && state_->resolve_due()) (void)state_->resolve_all();
+  // Jobs that waited for others become available here, even when only workers run.
+  if (!state_->options.read_only && state_->resolve_due()) state_->resolve_one_round();
   const auto sent = std::chrono::steady_clock::now();
   auto jobs = state_->noted(state_->engine->lease(request));
   if (jobs) {
@@ -638,7 +647,9 @@ Result<Dependencies> Queue::dependencies(JobId id) {
   return state_->engine->dependencies(id);
 }
 
-Result<std::int64_t> Queue::resolve_dependencies() { return state_->resolve_all(); }
+Result<std::int64_t> Queue::resolve_dependencies() {
+  return state_->resolve_all();
+}
 
 Result<Job> Queue::get(JobId id) {
   auto job = state_->engine->get(id);

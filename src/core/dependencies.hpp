@@ -14,15 +14,16 @@
 
 namespace readpast::detail {
 
-// How many finished jobs one round of Engine::resolve_dependencies takes, and how many of
-// one job's dependents it tells in one transaction: short transactions however many jobs
-// wait for one (10,000 dependents are 20 of them).
-inline constexpr int kResolveJobs = 16;
+// One round of Engine::resolve_dependencies, one transaction: at most kResolveJobs finished
+// jobs, and at most kResolveChunk of their dependents in all. Short transactions however many
+// jobs wait for one (10,000 dependents are 20 rounds), and many finished jobs told at once
+// when each has few (a drain of dependent jobs must not wait for its bookkeeping).
+inline constexpr int kResolveJobs = 100;
 inline constexpr int kResolveChunk = 500;
 
 struct DependentPlan {
-  JobState state = JobState::kAvailable;  // waiting, available or cancelled
-  int waiting_for = 0;                    // dependencies not yet succeeded
+  JobState state = JobState::kAvailable;      // waiting, available or cancelled
+  int waiting_for = 0;                        // dependencies not yet succeeded
   std::vector<std::pair<JobId, bool>> edges;  // (depends_on, met)
   std::vector<JobId> to_notify;  // live dependencies, which must tell the job when they finish
   std::optional<std::string> last_error;  // why it was cancelled at once

@@ -113,11 +113,11 @@ class Engine {
   virtual Result<std::optional<Job>> get(JobId id) = 0;
   // What the job waits for and what waits for it (at most kMaxListedDependents of those).
   virtual Result<Dependencies> dependencies(JobId id) = 0;
-  // One round (docs/workflows.md): takes up to kResolveJobs finished jobs that still have
-  // dependents to tell and tells up to kResolveChunk dependents of each, in short
-  // transactions; a success meets the edge (the last one makes the dependent available), a
-  // death or cancellation cancels the waiting dependents. Returns how many jobs and edges it
-  // went through: 0 when nothing was left to tell.
+  // One round, one short transaction (docs/workflows.md): takes up to kResolveJobs finished
+  // jobs that still have dependents to tell and tells up to kResolveChunk dependents of them
+  // in all; a success meets the edge (the last one makes the dependent available), a death
+  // or cancellation cancels the waiting dependents. Returns how many jobs and edges it went
+  // through: 0 when nothing was left to tell (or another process is telling them).
   virtual Result<std::int64_t> resolve_dependencies() = 0;
   virtual Result<std::vector<FinishedCounts>> finished_since(
       TimePoint since, std::optional<std::string_view> queue) = 0;

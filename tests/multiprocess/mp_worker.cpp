@@ -235,7 +235,7 @@ void work(const Config& config, int thread, Queue& queue, HistoryWriter& history
       auto stats = retry_unavailable(outage, [&] { return queue.stats(config.queue); });
       if (!stats) die(worker + ": stats: " + stats.error().message);
       std::int64_t pending = 0;
-      for (const auto& s : *stats) pending += s.available + s.running;
+      for (const auto& s : *stats) pending += s.available + s.running + s.waiting;
       if (pending == 0) return;
       // Jobs remain (scheduled, or leased by others and maybe coming back on expiry).
       auto woken = queue.wait_for_work(config.queue, std::chrono::milliseconds(100));

@@ -233,6 +233,45 @@ class MultiprocessTest : public ::testing::TestWithParam<std::string> {
     return false;
   }
 
+  // Kills `victim` (SIGKILL) mid-run: once it has completed a batch and holds leases it
+  // has not settled. Its history file lags the database (a completion commits before it is
+  // recorded), so the file alone cannot prove a lease is still held: the victim is frozen
+  // (SIGSTOP), and only killed when the database shows a running job leased by it that its
+  // history records.
+  void kill_while_holding_leases(Process& victim, std::chrono::steady_clock::time_point deadline) {
+    std::int64_t victim_leases = 0;
+    std::int64_t victim_completions = 0;
+    bool holding = false;
+    while (std::chrono::steady_clock::now() < deadline && !victim.poll()) {
+      History seen;
+      if (std::filesystem::exists(history_path(victim.name()))) {
+        read_history_file(history_path(victim.name()), seen);
+      }
+      victim_leases = static_cast<std::int64_t>(seen.leases.size());
+      victim_completions = static_cast<std::int64_t>(seen.completions.size());
+      // Leases it gave back (a release when its lease ran out before it started the job, as
+      // on a slow sanitizer build) are not held: only the rest come back after their expiry.
+      const auto given_back = std::count_if(
+          seen.settles.begin(), seen.settles.end(),
+          [](const SettleEvent& settle) { return settle.kind != SettleEvent::Kind::kExtend; });
+      if (victim_completions >= 8 && victim_leases > victim_completions + given_back) {
+        victim.freeze();
+        // A statement sent just before the stop still finishes on the server.
+        std::this_thread::sleep_for(100ms);
+        if (holds_a_recorded_lease(victim.name())) {
+          holding = true;
+          break;
+        }
+        victim.thaw();
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    ASSERT_TRUE(holding) << "the victim never held leases (" << victim_leases << " leased, "
+                         << victim_completions << " completed, " << victim.how_it_ended() << ")";
+    victim.kill_now();
+    EXPECT_EQ(victim.how_it_ended(), "signal " + std::to_string(SIGKILL));
+  }
+
   History read_histories(const std::vector<std::unique_ptr<Process>>& processes) {
     History history;
     for (const auto& p : processes) read_history_file(history_path(p->name()), history);
@@ -296,42 +335,7 @@ TEST_P(MultiprocessTest, JobsOfAKilledWorkerComeBackOnlyAfterTheirLeasesExpire) 
         spawn_worker("p" + std::to_string(i), kLease, Duration::zero(), shape_.batch));
   }
 
-  // Kill it mid-run: once it has completed a batch and holds leases it has not settled.
-  // Its history file lags the database (a completion commits before it is recorded), so the
-  // file alone cannot prove a lease is still held: the victim is frozen (SIGSTOP), and only
-  // killed when the database shows a running job leased by it that its history records.
-  std::int64_t victim_leases = 0;
-  std::int64_t victim_completions = 0;
-  bool holding = false;
-  while (std::chrono::steady_clock::now() < started + 60s && !workers[0]->poll()) {
-    History seen;
-    if (std::filesystem::exists(history_path("victim"))) {
-      read_history_file(history_path("victim"), seen);
-    }
-    victim_leases = static_cast<std::int64_t>(seen.leases.size());
-    victim_completions = static_cast<std::int64_t>(seen.completions.size());
-    // Leases it gave back (a release when its lease ran out before it started the job, as
-    // on a slow sanitizer build) are not held: only the rest come back after their expiry.
-    const auto given_back = std::count_if(
-        seen.settles.begin(), seen.settles.end(),
-        [](const SettleEvent& settle) { return settle.kind != SettleEvent::Kind::kExtend; });
-    if (victim_completions >= 8 && victim_leases > victim_completions + given_back) {
-      workers[0]->freeze();
-      // A statement sent just before the stop still finishes on the server.
-      std::this_thread::sleep_for(100ms);
-      if (holds_a_recorded_lease("victim")) {
-        holding = true;
-        break;
-      }
-      workers[0]->thaw();
-    }
-    std::this_thread::sleep_for(5ms);
-  }
-  ASSERT_TRUE(holding) << "the victim never held leases (" << victim_leases << " leased, "
-                       << victim_completions << " completed, " << workers[0]->how_it_ended() << ")";
-  workers[0]->kill_now();
-  EXPECT_EQ(workers[0]->how_it_ended(), "signal " + std::to_string(SIGKILL));
-
+  kill_while_holding_leases(*workers[0], started + 60s);
   wait_for(workers, started + kRunDeadline);
   for (std::size_t i = 1; i < workers.size(); ++i) {
     EXPECT_TRUE(workers[i]->exited_cleanly())
@@ -383,6 +387,70 @@ TEST_P(MultiprocessTest, JobsOfAKilledWorkerComeBackOnlyAfterTheirLeasesExpire) 
                    std::chrono::steady_clock::now() - started)
                    .count()
             << " ms\n";
+}
+
+// Dependencies under a SIGKILL: a third of the jobs are roots, each with a dependent, each of
+// those with a dependent that also waits for the next root. Workers in several processes
+// drain them while the slow victim is killed holding leases: its jobs come back at lease
+// expiry, and their dependents still start only after they succeed. Every dependent is
+// checked from the histories and the final rows (check_dependencies), besides every job's
+// history (check_history).
+TEST_P(MultiprocessTest, DependentsStartOnlyAfterTheirDependenciesSucceedThroughAKill) {
+  const auto started = std::chrono::steady_clock::now();
+  // A third of the run's jobs, at most 1,000 roots: a run of ~3,000 jobs on every engine.
+  const int roots = std::clamp(shape_.jobs / 3, 30, 1000);
+  auto job_of = [](std::string payload, std::vector<JobId> after) {
+    NewJob job;
+    job.queue = kQueue;
+    job.payload = std::move(payload);
+    job.after = std::move(after);
+    return job;
+  };
+  std::vector<NewJob> batch;
+  for (int i = 0; i < roots; ++i) batch.push_back(job_of("root-" + std::to_string(i), {}));
+  std::vector<JobId> ids;
+  for (const auto& e : ok(queue_->enqueue_batch(batch))) ids.push_back(e.id);
+  std::map<JobId, std::vector<JobId>> after;
+  batch.clear();
+  for (int i = 0; i < roots; ++i) batch.push_back(job_of("mid-" + std::to_string(i), {ids[i]}));
+  std::vector<JobId> middles;
+  for (const auto& e : ok(queue_->enqueue_batch(batch))) middles.push_back(e.id);
+  batch.clear();
+  for (int i = 0; i < roots; ++i) {
+    after[middles[static_cast<std::size_t>(i)]] = {ids[static_cast<std::size_t>(i)]};
+    batch.push_back(job_of(
+        "leaf-" + std::to_string(i),
+        {middles[static_cast<std::size_t>(i)], ids[static_cast<std::size_t>((i + 1) % roots)]}));
+  }
+  const auto leaves = ok(queue_->enqueue_batch(batch));  // in the batch's order
+  for (std::size_t i = 0; i < leaves.size(); ++i) after[leaves[i].id] = batch[i].after;
+  for (const auto& [dependent, deps] : after) ids.push_back(dependent);
+  std::sort(ids.begin(), ids.end());
+
+  constexpr Duration kLease = 2s;
+  std::vector<std::unique_ptr<Process>> workers;
+  workers.push_back(spawn_worker("victim", kLease, 20ms, 8));
+  for (int i = 1; i < shape_.processes; ++i) {
+    workers.push_back(spawn_worker("p" + std::to_string(i), kLease, 1ms, shape_.batch));
+  }
+  kill_while_holding_leases(*workers[0], started + 60s);
+  wait_for(workers, started + kRunDeadline);
+  for (std::size_t i = 1; i < workers.size(); ++i) {
+    EXPECT_TRUE(workers[i]->exited_cleanly())
+        << workers[i]->name() << ": " << workers[i]->how_it_ended();
+  }
+
+  History history = read_histories(workers);
+  CheckOptions options;
+  options.clock_tolerance = kClockTolerance;
+  options.killed_processes = {"victim"};
+  const std::vector<Job> rows = final_jobs();
+  CheckReport report = check_history(history, ids, rows, options);
+  check_dependencies(history, rows, after, kClockTolerance, report);
+  std::cout << "[ history  ] " << report.summary(5) << "\n";
+  EXPECT_TRUE(report.ok()) << report.summary();
+  EXPECT_EQ(report.succeeded, static_cast<std::int64_t>(ids.size()));
+  EXPECT_GT(report.reclaimed_from_killed, 0) << report.summary();
 }
 
 // Issue 3: the server crashes (pg_ctl restart -m immediate: every connection drops, the

@@ -943,4 +943,74 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
   return report;
 }
 
+void check_dependencies(const History& history, const std::vector<Job>& final_jobs,
+                        const std::map<JobId, std::vector<JobId>>& after, Duration tolerance,
+                        CheckReport& report) {
+  std::map<JobId, const Job*> rows;
+  for (const Job& job : final_jobs) rows[job.id] = &job;
+  // When the accepted completion of each job was sent: the earliest, should there be several
+  // (a second one is a violation of check_history's).
+  std::map<JobId, TimePoint> completion_sent;
+  for (const CompleteEvent& completion : history.completions) {
+    if (!completion.accepted) continue;
+    auto [it, inserted] = completion_sent.emplace(completion.job, completion.t_start);
+    if (!inserted) it->second = std::min(it->second, completion.t_start);
+  }
+  auto violation = [&](JobId dependent, const std::string& what) {
+    report.violations.push_back("job " + std::to_string(dependent) + " (a dependent): " + what);
+  };
+  for (const auto& [dependent, dependencies] : after) {
+    auto row = rows.find(dependent);
+    if (row == rows.end()) {
+      violation(dependent, "is missing from the final rows");
+      continue;
+    }
+    const Job& job = *row->second;
+    bool all_succeeded = true;
+    for (JobId dependency : dependencies) {
+      auto dep = rows.find(dependency);
+      if (dep == rows.end()) {
+        violation(dependent, "its dependency " + std::to_string(dependency) + " is missing");
+        all_succeeded = false;
+        continue;
+      }
+      const Job& done = *dep->second;
+      if (done.state != JobState::kSucceeded) all_succeeded = false;
+      if (done.state == JobState::kSucceeded && done.finished_at && job.started_at &&
+          *job.started_at + tolerance < *done.finished_at) {
+        violation(dependent, "started at " + format_time(*job.started_at) +
+                                 ", before its dependency " + std::to_string(dependency) +
+                                 " finished at " + format_time(*done.finished_at));
+      }
+      auto sent = completion_sent.find(dependency);
+      for (const LeaseEvent& lease : history.leases) {
+        if (lease.job != dependent) continue;
+        if (sent == completion_sent.end()) {
+          // Leased although no worker's completion of the dependency was accepted: only a
+          // completion nobody recorded (a killed worker's) could explain it.
+          if (done.state != JobState::kSucceeded) {
+            violation(dependent, "leased by " + lease.worker + " although its dependency " +
+                                     std::to_string(dependency) + " never succeeded");
+          }
+          continue;
+        }
+        if (lease.t_lease_end + tolerance < sent->second) {
+          violation(dependent, "leased by " + lease.worker + " (returned at " +
+                                   format_time(lease.t_lease_end) + ") before the completion of " +
+                                   "its dependency " + std::to_string(dependency) +
+                                   " was sent at " + format_time(sent->second));
+        }
+      }
+    }
+    if (all_succeeded && job.state != JobState::kSucceeded) {
+      violation(dependent, std::string("ended ") + std::string(to_string(job.state)) +
+                               " although every dependency succeeded");
+    }
+    if (!all_succeeded && job.state != JobState::kCancelled) {
+      violation(dependent, std::string("ended ") + std::string(to_string(job.state)) +
+                               " although a dependency did not succeed");
+    }
+  }
+}
+
 }  // namespace readpast::test

@@ -298,6 +298,20 @@ struct CheckReport {
 CheckReport check_history(const History& history, const std::vector<JobId>& enqueued,
                           const std::vector<Job>& final_jobs, const CheckOptions& options = {});
 
+// The rules of dependencies (docs/workflows.md) over a run, added to report.violations.
+// `after` maps each dependent to the jobs it was enqueued after. For every dependent:
+//   - it ends succeeded when every one of its dependencies did (none is left waiting, and
+//     none is cancelled by a dependency that succeeded), and cancelled when one ended dead
+//     or cancelled;
+//   - it is never leased before the accepted completion of each dependency was sent: a
+//     lease call that returned (t_lease_end) before that completion's call began (t_start)
+//     would have handed out a job whose dependency had not succeeded yet;
+//   - its last start (the database's started_at) is at or after each dependency's finish.
+// Times from the workers' clocks and the database's are compared with `tolerance`.
+void check_dependencies(const History& history, const std::vector<Job>& final_jobs,
+                        const std::map<JobId, std::vector<JobId>>& after, Duration tolerance,
+                        CheckReport& report);
+
 // Microseconds since the epoch <-> TimePoint, the form times take in history files.
 std::int64_t to_micros(TimePoint t);
 TimePoint from_micros(std::int64_t micros);

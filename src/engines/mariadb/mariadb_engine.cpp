@@ -529,10 +529,10 @@ class MariadbEngine final : public Engine {
       Dependencies found;
       auto read_edges = [](const mariadb::Rows& rows, std::vector<Dependency>& into) {
         for (std::size_t r = 0; r < rows.size(); ++r) {
-          into.push_back(Dependency{rows.int64(r, 0),
-                                    rows.is_null(r, 1) ? std::nullopt
-                                                       : parse_job_state(rows.text(r, 1)),
-                                    rows.int64(r, 2) != 0});
+          into.push_back(
+              Dependency{rows.int64(r, 0),
+                         rows.is_null(r, 1) ? std::nullopt : parse_job_state(rows.text(r, 1)),
+                         rows.int64(r, 2) != 0});
         }
       };
       using A = sql::dependencies_of;
@@ -552,60 +552,76 @@ class MariadbEngine final : public Engine {
   }
 
   Result<std::int64_t> resolve_dependencies() override {
-    std::int64_t moved = 0;
-    // Each job's chunk in a transaction of its own, under the 'dependencies' lock row.
-    for (int round = 0; round < kResolveJobs; ++round) {
-      auto told = write<std::int64_t>([&](Connection& c) -> Result<std::int64_t> {
-        auto lock = c.query(sql::resolve_lock::text);
-        if (!lock) return fail_with(lock.error());
-        if (lock->empty()) return 0;  // another process is resolving
-        using N = sql::notified_jobs;
-        auto found = c.run<N>(c.params<N>().set(N::limit, 1));
-        if (!found) return fail_with(found.error());
-        if (found->empty()) return 0;
-        const JobId id = found->int64(0, 0);
-        const JobState state = parse_job_state(found->text(0, 1)).value_or(JobState::kSucceeded);
-        const bool succeeded = state == JobState::kSucceeded;
-        std::vector<JobId> dependents;
-        if (succeeded) {
-          using U = sql::unmet_dependents;
-          auto rows = c.run<U>(c.params<U>().set(U::id, id).set(U::limit, kResolveChunk));
-          if (!rows) return fail_with(rows.error());
-          for (std::size_t r = 0; r < rows->size(); ++r) dependents.push_back(rows->int64(r, 0));
-        } else {
-          using W = sql::waiting_dependents;
-          auto rows = c.run<W>(c.params<W>().set(W::id, id).set(W::limit, kResolveChunk));
-          if (!rows) return fail_with(rows.error());
-          for (std::size_t r = 0; r < rows->size(); ++r) dependents.push_back(rows->int64(r, 0));
-        }
-        const std::string error = dependency_failed_error(id, state);
-        for (JobId dependent : dependents) {
-          if (succeeded) {
-            using M = sql::meet_dependency;
-            if (auto ok = c.run<M>(c.params<M>().set(M::depends_on, id).set(M::job_id, dependent));
-                !ok) {
-              return fail_with(ok.error());
-            }
-            if (c.affected_rows() == 0) continue;
-            if (auto ok = by_id<sql::count_down>(c, dependent); !ok) return fail_with(ok.error());
-          } else {
-            using X = sql::cancel_dependent;
-            if (auto ok = c.run<X>(c.params<X>().set(X::id, dependent).set_bytes(X::error, error));
-                !ok) {
-              return fail_with(ok.error());
-            }
-          }
-        }
-        if (dependents.size() < static_cast<std::size_t>(kResolveChunk)) {
-          if (auto ok = by_id<sql::told>(c, id); !ok) return fail_with(ok.error());
-        }
-        return static_cast<std::int64_t>(dependents.size()) + 1;
-      });
-      if (!told) return fail_with(told.error());
-      if (*told == 0) return moved;
-      moved += *told;
+    auto any = with_connection<bool>(true, [](Connection& c) -> Result<bool> {
+      auto rows = c.query(sql::any_notified::text);
+      if (!rows) return fail_with(rows.error());
+      return rows->int64(0, 0) != 0;
+    });
+    if (!any) return fail_with(any.error());
+    if (!*any) return 0;
+    // One round, one transaction, under the 'dependencies' lock row.
+    return write<std::int64_t>([&](Connection& c) -> Result<std::int64_t> {
+      auto lock = c.query(sql::resolve_lock::text);
+      if (!lock) return fail_with(lock.error());
+      if (lock->empty()) return 0;  // another process is resolving
+      using N = sql::notified_jobs;
+      auto found = c.run<N>(c.params<N>().set(N::limit, kResolveJobs));
+      if (!found) return fail_with(found.error());
+      std::int64_t moved = 0;
+      int budget = kResolveChunk;  // dependents told in this round, over all its jobs
+      for (std::size_t r = 0; r < found->size() && budget > 0; ++r) {
+        const JobId id = found->int64(r, 0);
+        const JobState state = parse_job_state(found->text(r, 1)).value_or(JobState::kSucceeded);
+        auto told = tell_dependents(c, id, state, budget);
+        if (!told) return fail_with(told.error());
+        budget -= *told;
+        moved += *told + 1;
+      }
+      return moved;
+    });
+  }
+
+  // Tells up to `budget` dependents of the finished job `id`, inside the caller's
+  // transaction, and clears its notify once none is left; returns how many it told.
+  static Result<int> tell_dependents(Connection& c, JobId id, JobState state, int budget) {
+    const bool succeeded = state == JobState::kSucceeded;
+    std::vector<JobId> dependents;
+    if (succeeded) {
+      using U = sql::unmet_dependents;
+      auto rows = c.run<U>(c.params<U>().set(U::id, id).set(U::limit, budget + 1));
+      if (!rows) return fail_with(rows.error());
+      for (std::size_t r = 0; r < rows->size(); ++r) dependents.push_back(rows->int64(r, 0));
+    } else {
+      using W = sql::waiting_dependents;
+      auto rows = c.run<W>(c.params<W>().set(W::id, id).set(W::limit, budget + 1));
+      if (!rows) return fail_with(rows.error());
+      for (std::size_t r = 0; r < rows->size(); ++r) dependents.push_back(rows->int64(r, 0));
     }
-    return moved;
+    // One more than the budget was asked for: whether any is left after this round.
+    const bool all = dependents.size() <= static_cast<std::size_t>(budget);
+    if (!all) dependents.resize(static_cast<std::size_t>(budget));
+    const std::string error = dependency_failed_error(id, state);
+    for (JobId dependent : dependents) {
+      if (succeeded) {
+        using M = sql::meet_dependency;
+        if (auto ok = c.run<M>(c.params<M>().set(M::depends_on, id).set(M::job_id, dependent));
+            !ok) {
+          return fail_with(ok.error());
+        }
+        if (c.affected_rows() == 0) continue;
+        if (auto ok = by_id<sql::count_down>(c, dependent); !ok) return fail_with(ok.error());
+      } else {
+        using X = sql::cancel_dependent;
+        if (auto ok = c.run<X>(c.params<X>().set(X::id, dependent).set_bytes(X::error, error));
+            !ok) {
+          return fail_with(ok.error());
+        }
+      }
+    }
+    if (all) {
+      if (auto ok = by_id<sql::told>(c, id); !ok) return fail_with(ok.error());
+    }
+    return static_cast<int>(dependents.size());
   }
 
   Result<std::int64_t> retry_all(std::string_view queue, JobState state) override {

@@ -400,7 +400,8 @@ class PostgresEngine final : public Engine {
     ArrayParam array(Oid::kInt8);
     for (JobId id : ids) array.add(pg::encode_int8(id));
     auto rows = retry_with([&](pg::Connection& c) {
-      return c.exec(sql_.retry, Params(pg::sql::retry::param_count).array(pg::sql::retry::ids, array));
+      return c.exec(sql_.retry,
+                    Params(pg::sql::retry::param_count).array(pg::sql::retry::ids, array));
     });
     if (!rows) return fail_with(rows.error());
     return in_request_order(ids, *rows);
@@ -422,10 +423,9 @@ class PostgresEngine final : public Engine {
     Dependencies found;
     auto read_edges = [](const pg::Rows& rows, std::vector<Dependency>& into) {
       for (int r = 0; r < rows.size(); ++r) {
-        into.push_back(Dependency{rows.int8(r, 0),
-                                  rows.is_null(r, 1) ? std::nullopt
-                                                     : parse_job_state(rows.text(r, 1)),
-                                  rows.boolean(r, 2)});
+        into.push_back(Dependency{
+            rows.int8(r, 0), rows.is_null(r, 1) ? std::nullopt : parse_job_state(rows.text(r, 1)),
+            rows.boolean(r, 2)});
       }
     };
     using A = pg::sql::dependencies_of;
@@ -433,9 +433,9 @@ class PostgresEngine final : public Engine {
     if (!after) return fail_with(after.error());
     read_edges(*after, found.after);
     using D = pg::sql::dependents_of;
-    auto dependents = (*c)->exec(sql_.dependents_of, Params(D::param_count)
-                                                         .int8(D::id, id)
-                                                         .int4(D::limit, kMaxListedDependents));
+    auto dependents =
+        (*c)->exec(sql_.dependents_of,
+                   Params(D::param_count).int8(D::id, id).int4(D::limit, kMaxListedDependents));
     if (!dependents) return fail_with(dependents.error());
     read_edges(*dependents, found.dependents);
     found.dependent_count = dependents->size() > 0 ? dependents->int8(0, 3) : 0;
@@ -445,46 +445,28 @@ class PostgresEngine final : public Engine {
   Result<std::int64_t> resolve_dependencies() override {
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
+    auto any = (*c)->exec(sql_.any_notified, Params(pg::sql::any_notified::param_count));
+    if (!any) return fail_with(any.error());
+    if (!any->boolean(0, 0)) return 0;
+    // One round, one transaction, under the resolver's lock: the jobs that succeeded, then
+    // those that ended dead or cancelled (statements.sql, resolve_succeeded).
+    auto transaction = Transaction::begin(**c);
+    if (!transaction) return fail_with(transaction.error());
+    auto locked = (*c)->exec(sql_.resolve_lock, Params(pg::sql::resolve_lock::param_count));
+    if (!locked) return fail_with(locked.error());
+    if (!locked->boolean(0, 0)) return 0;  // another process is resolving
     std::int64_t moved = 0;
-    // Each job's chunk in a transaction of its own, under the resolver's lock.
-    for (int round = 0; round < kResolveJobs; ++round) {
-      auto transaction = Transaction::begin(**c);
-      if (!transaction) return fail_with(transaction.error());
-      auto locked = (*c)->exec(sql_.resolve_lock, Params(pg::sql::resolve_lock::param_count));
-      if (!locked) return fail_with(locked.error());
-      if (!locked->boolean(0, 0)) return moved;  // another process is resolving
-      using N = pg::sql::notified_jobs;
-      auto found = (*c)->exec(sql_.notified_jobs, Params(N::param_count).int4(N::limit, 1));
-      if (!found) return fail_with(found.error());
-      if (found->size() == 0) return moved;
-      const JobId id = found->int8(0, 0);
-      const JobState state = parse_job_state(found->text(0, 1)).value_or(JobState::kSucceeded);
-      std::int64_t told = 0;
-      if (state == JobState::kSucceeded) {
-        using M = pg::sql::meet_dependents;
-        auto met = (*c)->exec(sql_.meet_dependents,
-                              Params(M::param_count).int8(M::id, id).int4(M::limit, kResolveChunk));
-        if (!met) return fail_with(met.error());
-        told = met->int8(0, 0);
-      } else {
-        using X = pg::sql::cancel_dependents;
-        auto cancelled = (*c)->exec(sql_.cancel_dependents,
-                                    Params(X::param_count)
-                                        .int8(X::id, id)
-                                        .int4(X::limit, kResolveChunk)
-                                        .text(X::error, dependency_failed_error(id, state)));
-        if (!cancelled) return fail_with(cancelled.error());
-        told = cancelled->affected();
-      }
-      if (told < kResolveChunk) {
-        using T = pg::sql::told;
-        if (auto ok = (*c)->exec(sql_.told, Params(T::param_count).int8(T::id, id)); !ok) {
-          return fail_with(ok.error());
-        }
-      }
-      if (auto ok = transaction->commit(); !ok) return fail_with(ok.error());
-      moved += told + 1;
+    using S = pg::sql::resolve_succeeded;
+    using F = pg::sql::resolve_failed;
+    static_assert(S::param_count == F::param_count && S::jobs == F::jobs && S::limit == F::limit);
+    for (const pg::Statement* statement : {&sql_.resolve_succeeded, &sql_.resolve_failed}) {
+      auto rows = (*c)->exec(
+          *statement,
+          Params(S::param_count).int4(S::jobs, kResolveJobs).int4(S::limit, kResolveChunk));
+      if (!rows) return fail_with(rows.error());
+      moved += rows->int8(0, 0);
     }
+    if (auto ok = transaction->commit(); !ok) return fail_with(ok.error());
     return moved;
   }
 
@@ -887,7 +869,8 @@ class PostgresEngine final : public Engine {
           (*c)->exec(sql_.resolve_wait_lock, Params(pg::sql::resolve_wait_lock::param_count));
       if (!locked) return fail_with(locked.error());
       using W = pg::sql::rewait;
-      if (auto ok = (*c)->exec(sql_.rewait, Params(W::param_count).array(W::ids, dependents)); !ok) {
+      if (auto ok = (*c)->exec(sql_.rewait, Params(W::param_count).array(W::ids, dependents));
+          !ok) {
         return fail_with(ok.error());
       }
       using N = pg::sql::renotify;
@@ -940,9 +923,9 @@ class PostgresEngine final : public Engine {
     if (!inserted) return fail_with(inserted.error());
     if (inserted->size() == 0) {
       using H = pg::sql::unique_holder;
-      auto holder = c.exec(sql_.unique_holder, Params(H::param_count)
-                                                   .text(H::queue, job.queue)
-                                                   .text(H::unique_key, *job.unique_key));
+      auto holder = c.exec(
+          sql_.unique_holder,
+          Params(H::param_count).text(H::queue, job.queue).text(H::unique_key, *job.unique_key));
       if (!holder) return fail_with(holder.error());
       return fail_with(unique_key_held_by_error(holder->size() > 0 ? holder->int8(0, 0) : 0));
     }

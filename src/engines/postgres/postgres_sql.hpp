@@ -117,10 +117,9 @@ struct Sql {
   Statement insert_dependencies;
   Statement resolve_lock;
   Statement resolve_wait_lock;
-  Statement notified_jobs;
-  Statement meet_dependents;
-  Statement cancel_dependents;
-  Statement told;
+  Statement any_notified;
+  Statement resolve_succeeded;
+  Statement resolve_failed;
   Statement rewait;
   Statement renotify;
   Statement dependencies_of;

@@ -378,10 +378,10 @@ class SqliteEngine final : public Engine {
           auto row = (*query)->step();
           if (!row) return fail_with(row.error());
           if (!*row) return {};
-          into.push_back(Dependency{(*query)->int64(0),
-                                    (*query)->is_null(1) ? std::nullopt
-                                                         : parse_job_state((*query)->text(1)),
-                                    (*query)->int64(2) != 0});
+          into.push_back(
+              Dependency{(*query)->int64(0),
+                         (*query)->is_null(1) ? std::nullopt : parse_job_state((*query)->text(1)),
+                         (*query)->int64(2) != 0});
         }
       };
       if (auto ok = edges(sql::dependencies_of::text, sql::dependencies_of::id, 0, found.after);
@@ -403,75 +403,92 @@ class SqliteEngine final : public Engine {
   }
 
   Result<std::int64_t> resolve_dependencies() override {
-    std::vector<std::pair<JobId, JobState>> finished;
-    auto found = read<bool>([&](Connection& c) -> Result<bool> {
-      using Q = sql::notified_jobs;
-      auto query = c.prepare(Q::text);
+    auto any = read<bool>([](Connection& c) -> Result<bool> {
+      auto query = c.prepare(sql::any_notified::text);
       if (!query) return fail_with(query.error());
-      (*query)->bind(Q::limit, kResolveJobs);
-      while (true) {
-        auto row = (*query)->step();
-        if (!row) return fail_with(row.error());
-        if (!*row) return true;
-        finished.emplace_back((*query)->int64(0),
-                              parse_job_state((*query)->text(1)).value_or(JobState::kSucceeded));
-      }
+      if (auto row = (*query)->step(); !row) return fail_with(row.error());
+      return (*query)->int64(0) != 0;
     });
-    if (!found) return fail_with(found.error());
-    std::int64_t moved = 0;
-    for (const auto& [id, state] : finished) {
-      // One short transaction per chunk of one job's dependents.
-      auto told = write<std::int64_t>([&](Connection& c, std::int64_t now) -> Result<std::int64_t> {
-        const bool succeeded = state == JobState::kSucceeded;
-        auto select = c.prepare(succeeded ? sql::unmet_dependents::text
-                                          : sql::waiting_dependents::text);
-        if (!select) return fail_with(select.error());
-        if (succeeded) {
-          (*select)->bind(sql::unmet_dependents::id, id);
-          (*select)->bind(sql::unmet_dependents::limit, kResolveChunk);
-        } else {
-          (*select)->bind(sql::waiting_dependents::id, id);
-          (*select)->bind(sql::waiting_dependents::limit, kResolveChunk);
-        }
-        std::vector<JobId> dependents;
+    if (!any) return fail_with(any.error());
+    if (!*any) return 0;
+    return write<std::int64_t>([&](Connection& c, std::int64_t now) -> Result<std::int64_t> {
+      std::vector<std::pair<JobId, JobState>> finished;
+      {
+        using Q = sql::notified_jobs;
+        auto query = c.prepare(Q::text);
+        if (!query) return fail_with(query.error());
+        (*query)->bind(Q::limit, kResolveJobs);
         while (true) {
-          auto row = (*select)->step();
+          auto row = (*query)->step();
           if (!row) return fail_with(row.error());
           if (!*row) break;
-          dependents.push_back((*select)->int64(0));
+          finished.emplace_back((*query)->int64(0),
+                                parse_job_state((*query)->text(1)).value_or(JobState::kSucceeded));
         }
-        const std::string error = dependency_failed_error(id, state);
-        for (JobId dependent : dependents) {
-          if (succeeded) {
-            using M = sql::meet_dependency;
-            auto meet = c.prepare(M::text);
-            if (!meet) return fail_with(meet.error());
-            (*meet)->bind(M::depends_on, id);
-            (*meet)->bind(M::job_id, dependent);
-            if (auto ok = run(**meet); !ok) return fail_with(ok.error());
-            if (c.changes() == 0) continue;
-            if (auto ok = by_id<sql::count_down>(c, dependent, now); !ok) {
-              return fail_with(ok.error());
-            }
-          } else {
-            using X = sql::cancel_dependent;
-            auto cancel = c.prepare(X::text);
-            if (!cancel) return fail_with(cancel.error());
-            (*cancel)->bind(X::id, dependent);
-            (*cancel)->bind(X::now, now);
-            (*cancel)->bind(X::error, std::string_view(error));
-            if (auto ok = run(**cancel); !ok) return fail_with(ok.error());
-          }
-        }
-        if (dependents.size() < static_cast<std::size_t>(kResolveChunk)) {
-          if (auto ok = by_id<sql::told>(c, id, now); !ok) return fail_with(ok.error());
-        }
-        return static_cast<std::int64_t>(dependents.size()) + 1;
-      });
-      if (!told) return fail_with(told.error());
-      moved += *told;
+      }
+      std::int64_t moved = 0;
+      int budget = kResolveChunk;  // dependents told in this round, over all its jobs
+      for (const auto& [id, state] : finished) {
+        if (budget == 0) break;
+        auto told = tell_dependents(c, now, id, state, budget);
+        if (!told) return fail_with(told.error());
+        budget -= *told;
+        moved += *told + 1;
+      }
+      return moved;
+    });
+  }
+
+  // Tells up to `budget` dependents of the finished job `id`, inside the caller's
+  // transaction, and clears its notify once none is left; returns how many it told.
+  static Result<int> tell_dependents(Connection& c, std::int64_t now, JobId id, JobState state,
+                                     int budget) {
+    const bool succeeded = state == JobState::kSucceeded;
+    auto select =
+        c.prepare(succeeded ? sql::unmet_dependents::text : sql::waiting_dependents::text);
+    if (!select) return fail_with(select.error());
+    if (succeeded) {
+      (*select)->bind(sql::unmet_dependents::id, id);
+      (*select)->bind(sql::unmet_dependents::limit, budget + 1);
+    } else {
+      (*select)->bind(sql::waiting_dependents::id, id);
+      (*select)->bind(sql::waiting_dependents::limit, budget + 1);
     }
-    return moved;
+    std::vector<JobId> dependents;
+    while (true) {
+      auto row = (*select)->step();
+      if (!row) return fail_with(row.error());
+      if (!*row) break;
+      dependents.push_back((*select)->int64(0));
+    }
+    // One more than the budget was asked for: whether any is left after this round.
+    const bool all = dependents.size() <= static_cast<std::size_t>(budget);
+    if (!all) dependents.resize(static_cast<std::size_t>(budget));
+    const std::string error = dependency_failed_error(id, state);
+    for (JobId dependent : dependents) {
+      if (succeeded) {
+        using M = sql::meet_dependency;
+        auto meet = c.prepare(M::text);
+        if (!meet) return fail_with(meet.error());
+        (*meet)->bind(M::depends_on, id);
+        (*meet)->bind(M::job_id, dependent);
+        if (auto ok = run(**meet); !ok) return fail_with(ok.error());
+        if (c.changes() == 0) continue;
+        if (auto ok = by_id<sql::count_down>(c, dependent, now); !ok) return fail_with(ok.error());
+      } else {
+        using X = sql::cancel_dependent;
+        auto cancel = c.prepare(X::text);
+        if (!cancel) return fail_with(cancel.error());
+        (*cancel)->bind(X::id, dependent);
+        (*cancel)->bind(X::now, now);
+        (*cancel)->bind(X::error, std::string_view(error));
+        if (auto ok = run(**cancel); !ok) return fail_with(ok.error());
+      }
+    }
+    if (all) {
+      if (auto ok = by_id<sql::told>(c, id, now); !ok) return fail_with(ok.error());
+    }
+    return static_cast<int>(dependents.size());
   }
 
   Result<std::int64_t> retry_all(std::string_view queue, JobState state) override {

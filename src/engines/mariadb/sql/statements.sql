@@ -642,6 +642,10 @@ SELECT name FROM readpast_locks WHERE name = 'dependencies' FOR UPDATE;
 SELECT id, state FROM readpast_jobs WHERE notify_pending = 1 ORDER BY id LIMIT :limit
   FOR UPDATE SKIP LOCKED;
 
+-- name: any_notified
+-- A read before resolve_dependencies locks anything: mostly there is nothing to tell.
+SELECT EXISTS (SELECT 1 FROM readpast_jobs WHERE notify_pending = 1);
+
 -- name: unmet_dependents
 SELECT job_id FROM readpast_dependencies WHERE depends_on = :id AND met = 0
   ORDER BY job_id LIMIT :limit;

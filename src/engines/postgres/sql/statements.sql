@@ -767,52 +767,99 @@ SELECT pg_try_advisory_xact_lock(hashtext(:'channel' || '.dependencies'));
 -- The same lock, waited for: a retry of a dependent must not miss a round's work.
 SELECT pg_advisory_xact_lock(hashtext(:'channel' || '.dependencies'));
 
--- name: notified_jobs
--- Finished jobs with dependents still to tell, along jobs_notify_idx; locked so that a retry
--- of one waits for its round.
-SELECT j.id, j.state FROM :"schema".jobs j
-WHERE j.notify AND j.state IN ('succeeded', 'dead', 'cancelled')
-ORDER BY j.id
-LIMIT :limit::integer
-FOR UPDATE SKIP LOCKED;
+-- name: any_notified
+-- A read before resolve_dependencies takes its lock: mostly there is nothing to tell.
+SELECT EXISTS (SELECT 1 FROM :"schema".jobs j
+               WHERE j.notify AND j.state IN ('succeeded', 'dead', 'cancelled'));
 
--- name: meet_dependents
--- A success: up to :limit unmet edges of the job become met, and each dependent counts
--- down; the last one makes a waiting dependent available, its delay counted from now.
-WITH edges AS (
+-- name: resolve_succeeded
+-- One round for jobs that succeeded: up to :jobs of them, and up to :limit of their unmet
+-- edges in all, become met; each dependent counts down by its edges met here, and the last
+-- one makes a waiting dependent available, its delay counted from now (which
+-- jobs_notify_available announces). A job none of whose unmet edges is left beyond this
+-- round has told them all (notify = false). The finished jobs are locked (SKIP LOCKED) so
+-- that a retry of one waits for the round. Returns the jobs and edges it went through.
+WITH done AS (
+  SELECT j.id FROM :"schema".jobs j
+  WHERE j.notify AND j.state = 'succeeded'
+  ORDER BY j.id
+  LIMIT :jobs::integer
+  FOR UPDATE SKIP LOCKED
+), picked AS (
+  SELECT d.depends_on, d.job_id
+  FROM :"schema".dependencies d JOIN done ON d.depends_on = done.id
+  WHERE NOT d.met
+  ORDER BY d.depends_on, d.job_id
+  LIMIT :limit::integer
+), edges AS (
   UPDATE :"schema".dependencies d SET met = true
-  WHERE d.depends_on = :id::bigint AND NOT d.met
-    AND d.job_id IN (SELECT e.job_id FROM :"schema".dependencies e
-                     WHERE e.depends_on = :id::bigint AND NOT e.met
-                     ORDER BY e.job_id LIMIT :limit::integer)
+  FROM picked p
+  WHERE d.depends_on = p.depends_on AND d.job_id = p.job_id AND NOT d.met
   RETURNING d.job_id
+), counts AS (
+  SELECT e.job_id, count(*)::integer AS n FROM edges e GROUP BY e.job_id
 ), counted AS (
   UPDATE :"schema".jobs j
-  SET state = CASE WHEN j.state = 'waiting' AND j.waiting_for <= 1 THEN 'available'
+  SET state = CASE WHEN j.state = 'waiting' AND j.waiting_for <= c.n THEN 'available'
                    ELSE j.state END,
-      run_at = CASE WHEN j.state = 'waiting' AND j.waiting_for <= 1
+      run_at = CASE WHEN j.state = 'waiting' AND j.waiting_for <= c.n
                     THEN greatest(j.run_at, statement_timestamp()
                                             + j.delay_us * interval '1 microsecond')
                     ELSE j.run_at END,
-      waiting_for = greatest(j.waiting_for - 1, 0)
-  FROM edges
-  WHERE j.id = edges.job_id
+      waiting_for = greatest(j.waiting_for - c.n, 0)
+  FROM counts c
+  WHERE j.id = c.job_id
+  RETURNING j.id
+), told AS (
+  UPDATE :"schema".jobs j SET notify = false
+  FROM done
+  WHERE j.id = done.id
+    AND NOT EXISTS (SELECT 1 FROM :"schema".dependencies d
+                    WHERE d.depends_on = done.id AND NOT d.met
+                      AND NOT EXISTS (SELECT 1 FROM picked p
+                                      WHERE p.depends_on = d.depends_on
+                                        AND p.job_id = d.job_id))
   RETURNING j.id
 )
-SELECT count(*) FROM edges;
+SELECT (SELECT count(*) FROM done) + (SELECT count(*) FROM edges);
 
--- name: cancel_dependents
--- A death or cancellation: up to :limit waiting dependents are cancelled.
-UPDATE :"schema".jobs j
-SET state = 'cancelled', finished_at = statement_timestamp(), last_error = :error::text
-WHERE j.id IN (SELECT d.job_id FROM :"schema".dependencies d
-               JOIN :"schema".jobs w ON w.id = d.job_id
-               WHERE d.depends_on = :id::bigint AND NOT d.met AND w.state = 'waiting'
-               ORDER BY d.job_id LIMIT :limit::integer)
-  AND j.state = 'waiting';
-
--- name: told
-UPDATE :"schema".jobs j SET notify = false WHERE j.id = :id::bigint;
+-- name: resolve_failed
+-- The same for jobs that ended dead or cancelled: up to :limit of their waiting dependents
+-- are cancelled, last_error naming the dependency (as dependency_failed_error in
+-- core/dependencies.cpp words it); marked notify themselves, they pass it down the chain in
+-- a later round.
+WITH done AS (
+  SELECT j.id, j.state FROM :"schema".jobs j
+  WHERE j.notify AND j.state IN ('dead', 'cancelled')
+  ORDER BY j.id
+  LIMIT :jobs::integer
+  FOR UPDATE SKIP LOCKED
+), picked AS (
+  SELECT DISTINCT ON (d.job_id) d.job_id, done.id AS cause, done.state AS cause_state
+  FROM :"schema".dependencies d
+  JOIN done ON d.depends_on = done.id
+  JOIN :"schema".jobs w ON w.id = d.job_id
+  WHERE NOT d.met AND w.state = 'waiting'
+  ORDER BY d.job_id, done.id
+  LIMIT :limit::integer
+), cancelled AS (
+  UPDATE :"schema".jobs j
+  SET state = 'cancelled', finished_at = statement_timestamp(),
+      last_error = 'cancelled: dependency ' || p.cause || ' is ' || p.cause_state
+  FROM picked p
+  WHERE j.id = p.job_id AND j.state = 'waiting'
+  RETURNING j.id
+), told AS (
+  UPDATE :"schema".jobs j SET notify = false
+  FROM done
+  WHERE j.id = done.id
+    AND NOT EXISTS (SELECT 1 FROM :"schema".dependencies d
+                    JOIN :"schema".jobs w ON w.id = d.job_id
+                    WHERE d.depends_on = done.id AND NOT d.met AND w.state = 'waiting'
+                      AND NOT EXISTS (SELECT 1 FROM picked p WHERE p.job_id = d.job_id))
+  RETURNING j.id
+)
+SELECT (SELECT count(*) FROM done) + (SELECT count(*) FROM cancelled);
 
 -- name: rewait
 -- Retried dependents wait again for what has not succeeded, or are available now. Each edge

@@ -485,6 +485,12 @@ SELECT id, state FROM readpast_jobs
   WHERE notify = 1 AND (state = 'succeeded' OR state = 'dead' OR state = 'cancelled')
   ORDER BY id LIMIT :limit;
 
+-- name: any_notified
+-- A read before resolve_dependencies takes the write lock: mostly there is nothing to tell.
+SELECT EXISTS (SELECT 1 FROM readpast_jobs
+               WHERE notify = 1
+                 AND (state = 'succeeded' OR state = 'dead' OR state = 'cancelled'));
+
 -- name: unmet_dependents
 SELECT job_id FROM readpast_dependencies WHERE depends_on = :id AND met = 0
   ORDER BY job_id LIMIT :limit;
