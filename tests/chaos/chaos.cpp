@@ -164,6 +164,26 @@ std::vector<JobId> ChaosRun::enqueue(int count, const std::string& prefix, int m
                                      int batch, std::optional<Duration> delay) {
   std::vector<JobId> ids;
   std::vector<NewJob> jobs;
+  for (int i = 0; i < count; ++i) {
+    NewJob job;
+    job.queue = queue_name_;
+    job.payload = prefix + "-" + std::to_string(i);
+    job.max_attempts = max_attempts;
+    job.delay = delay;
+    jobs.push_back(std::move(job));
+    if (static_cast<int>(jobs.size()) == batch) {
+      for (JobId id : enqueue_jobs(jobs)) ids.push_back(id);
+      jobs.clear();
+    }
+  }
+  if (!jobs.empty()) {
+    for (JobId id : enqueue_jobs(jobs)) ids.push_back(id);
+  }
+  return ids;
+}
+
+std::vector<JobId> ChaosRun::enqueue_jobs(std::vector<NewJob> jobs) {
+  std::vector<JobId> ids;
   auto flush = [&] {
     const TimePoint t_start = wall_now();
     auto enqueued = queue_->enqueue_batch(jobs);
@@ -183,15 +203,6 @@ std::vector<JobId> ChaosRun::enqueue(int count, const std::string& prefix, int m
     }
     jobs.clear();
   };
-  for (int i = 0; i < count; ++i) {
-    NewJob job;
-    job.queue = queue_name_;
-    job.payload = prefix + "-" + std::to_string(i);
-    job.max_attempts = max_attempts;
-    job.delay = delay;
-    jobs.push_back(std::move(job));
-    if (static_cast<int>(jobs.size()) == batch) flush();
-  }
   if (!jobs.empty()) flush();
   return ids;
 }
@@ -334,9 +345,12 @@ History ChaosRun::read_histories() const {
   return history;
 }
 
-CheckReport ChaosRun::check(const CheckOptions& options) {
+CheckReport ChaosRun::check(const CheckOptions& options,
+                            const std::map<JobId, std::vector<JobId>>& after) {
   const History history = read_histories();
-  CheckReport report = check_history(history, {}, final_jobs(), options);
+  const std::vector<Job> rows = final_jobs();
+  CheckReport report = check_history(history, {}, rows, options);
+  if (!after.empty()) check_dependencies(history, rows, after, options.clock_tolerance, report);
   std::cout << "[ history  ] " << name_ << ": " << report.summary(10) << "\n";
   auto url = detail::parse_database_url(url_);
   record_figures(name_, url ? url->engine : "unknown", report);

@@ -91,6 +91,9 @@ class ChaosRun {
   // Enqueues `count` jobs (payload "PREFIX-i") in batches, recording each acknowledged id.
   std::vector<JobId> enqueue(int count, const std::string& prefix = "job", int max_attempts = 25,
                              int batch = 1000, std::optional<Duration> delay = std::nullopt);
+  // Enqueues these jobs (of any queue, with dependencies or not) in one batch, recording
+  // each acknowledged id; returns the ids in the jobs' order.
+  std::vector<JobId> enqueue_jobs(std::vector<NewJob> jobs);
   // Records a fault the test injected: `target` is the process it hit ("" for everyone).
   void fault(const std::string& kind, const std::string& target, TimePoint t_start,
              const std::string& detail = "");
@@ -124,7 +127,9 @@ class ChaosRun {
   History read_histories() const;
   // Runs the checker, prints its summary, appends the figures (READPAST_FIGURES), and
   // returns the report; `test` names the run in the figures.
-  CheckReport check(const CheckOptions& options = {});
+  // With `after` (each dependent: the jobs it was enqueued after), check_dependencies too.
+  CheckReport check(const CheckOptions& options = {},
+                    const std::map<JobId, std::vector<JobId>>& after = {});
   // Waits until every process exits (true), or kills the rest at the deadline (false).
   static bool wait_all(std::vector<std::unique_ptr<ChildProcess>>& processes,
                        std::chrono::steady_clock::time_point deadline);

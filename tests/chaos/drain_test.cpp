@@ -25,7 +25,7 @@ class DrainTest : public ::testing::TestWithParam<std::string> {
 
 std::int64_t pending(ChaosRun& run) {
   std::int64_t n = 0;
-  for (const auto& s : run.stats()) n += s.available + s.running;
+  for (const auto& s : run.stats()) n += s.available + s.running + s.waiting;
   return n;
 }
 
@@ -319,6 +319,73 @@ TEST_P(DrainTest, RandomCommandLineWorkersKilledWithSigkill) {
   const CheckReport report = run.check(options);
   expect_headline(report);
   EXPECT_EQ(report.succeeded, jobs + scaled(8, 200));
+}
+
+// Dependencies under the same kills: chains of three jobs, each link enqueued after the one
+// before, worked by `readpast work --exec` processes killed at random. Every link starts only
+// after the one before it finished (check_dependencies), and all of them succeed.
+TEST_P(DrainTest, ChainsOfDependentJobsHoldWhileCommandLineWorkersAreKilled) {
+  const int chains = scaled(60, 3000);
+  const auto kill_every = scaled<Duration>(1500ms, 3s);
+  const auto deadline = std::chrono::steady_clock::now() + scaled(3min, 30min);
+  ChaosRun run("sigkill_cli_dependencies", fresh_url(), "cli");
+  // Each command sleeps 300 ms (chaos_job), so that the drain outlasts a kill or two.
+  std::vector<JobId> links = run.enqueue(chains, "sleep:300");
+  std::map<JobId, std::vector<JobId>> after;
+  for (int step = 0; step < 2; ++step) {
+    std::vector<NewJob> next;
+    for (int i = 0; i < chains; ++i) {
+      NewJob job;
+      job.queue = run.queue_name();
+      job.payload = "sleep:300-" + std::to_string(step) + "-" + std::to_string(i);
+      job.after = {links[static_cast<std::size_t>(i)]};
+      next.push_back(std::move(job));
+    }
+    std::vector<JobId> ids = run.enqueue_jobs(next);
+    for (int i = 0; i < chains; ++i) {
+      after[ids[static_cast<std::size_t>(i)]] = {links[static_cast<std::size_t>(i)]};
+    }
+    links = std::move(ids);
+  }
+  std::mt19937 random(std::random_device{}());
+  std::vector<std::unique_ptr<ChildProcess>> all;
+  std::vector<ChildProcess*> live;
+  int next_name = 0;
+  auto spawn = [&] {
+    all.push_back(run.spawn_cli_worker("w" + std::to_string(next_name++),
+                                       {"--concurrency", "4", "--lease", "2s", "--drain"}));
+    live.push_back(all.back().get());
+  };
+  for (int i = 0; i < 4; ++i) spawn();
+  int kills = 0;
+  auto next_kill = std::chrono::steady_clock::now() + kill_every;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::erase_if(live, [](ChildProcess* p) { return p->poll(); });
+    if (live.empty()) break;
+    if (std::chrono::steady_clock::now() >= next_kill && pending(run) > 0) {
+      ChildProcess* victim = live[random() % live.size()];
+      const TimePoint t_start = wall_now();
+      victim->kill_now();
+      run.fault("sigkill", victim->name(), t_start, "SIGKILL of `readpast work` mid-drain");
+      ++kills;
+      std::erase(live, victim);
+      spawn();
+      next_kill = std::chrono::steady_clock::now() + kill_every;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(ChaosRun::wait_all(all, deadline + 30s));
+  for (const auto& p : all) {
+    if (p->how_it_ended() != "signal " + std::to_string(SIGKILL)) {
+      EXPECT_TRUE(p->exited_cleanly()) << run.describe(*p);
+    }
+  }
+  EXPECT_GE(kills, 1);
+  CheckOptions options;
+  options.black_box = true;
+  const CheckReport report = run.check(options, after);
+  expect_headline(report);
+  EXPECT_EQ(report.succeeded, 3 * chains);
 }
 
 INSTANTIATE_TEST_SUITE_P(Chaos, DrainTest, ::testing::ValuesIn(engine_names()), engine_param_name);

@@ -684,7 +684,48 @@ TEST(HistoryCheckerAfterOutages, AnUnknownOutcomeIsWrittenAsANullAcceptedAndRead
   EXPECT_EQ(to_json_line(h.completions[0]), line);
 }
 
-}  // namespace outage
+// check_dependencies: each of its rules can fail.
+TEST(DependencyChecker, ADependentLeasedBeforeItsDependencyCompletedIsAViolation) {
+  History history;
+  history.leases = {lease_at(1, "a", "p1/t0", 0ms), lease_at(2, "b", "p2/t0", 5ms)};
+  history.completions = {complete_at(1, "a", "p1/t0", 10ms, Said::kAccepted),
+                         complete_at(2, "b", "p2/t0", 20ms, Said::kAccepted)};
+  std::vector<Job> rows = {succeeded(1, 1), succeeded(2, 1)};
+  CheckReport report;
+  check_dependencies(history, rows, {{2, {1}}}, 1ms, report);
+  EXPECT_FALSE(report.ok());
+  EXPECT_TRUE(mentions(report, "before the completion of its dependency 1")) << report.summary();
 
+  history.leases[1] = lease_at(2, "b", "p2/t0", 15ms);
+  CheckReport in_order;
+  check_dependencies(history, rows, {{2, {1}}}, 1ms, in_order);
+  EXPECT_TRUE(in_order.ok()) << in_order.summary();
+}
+
+TEST(DependencyChecker, ADependentLeftWaitingOrStartedBeforeItsDependencyFinishedIsAViolation) {
+  History history;
+  std::vector<Job> rows = {succeeded(1, 1), succeeded(2, 1)};
+  rows[0].finished_at = kT0 + 10ms;
+  rows[1].started_at = kT0 + 5ms;
+  CheckReport early;
+  check_dependencies(history, rows, {{2, {1}}}, 1ms, early);
+  EXPECT_TRUE(mentions(early, "before its dependency 1 finished")) << early.summary();
+
+  rows[1].started_at.reset();
+  rows[1].state = JobState::kWaiting;
+  CheckReport waiting;
+  check_dependencies(history, rows, {{2, {1}}}, 1ms, waiting);
+  EXPECT_TRUE(mentions(waiting, "ended waiting although every dependency succeeded"))
+      << waiting.summary();
+
+  rows[0].state = JobState::kDead;
+  rows[1].state = JobState::kSucceeded;
+  CheckReport ran;
+  check_dependencies(history, rows, {{2, {1}}}, 1ms, ran);
+  EXPECT_TRUE(mentions(ran, "ended succeeded although a dependency did not succeed"))
+      << ran.summary();
+}
+
+}  // namespace outage
 }  // namespace
 }  // namespace readpast::test

@@ -982,6 +982,17 @@ void check_dependencies(const History& history, const std::vector<Job>& final_jo
                                  ", before its dependency " + std::to_string(dependency) +
                                  " finished at " + format_time(*done.finished_at));
       }
+      // A command (black box: exec events only) started before the dependency finished.
+      if (done.state == JobState::kSucceeded && done.finished_at) {
+        for (const ExecEvent& exec : history.execs) {
+          if (exec.job != dependent || exec.phase != ExecEvent::Phase::kStart) continue;
+          if (exec.t + tolerance < *done.finished_at) {
+            violation(dependent, "ran (" + exec.worker + ", at " + format_time(exec.t) +
+                                     ") before its dependency " + std::to_string(dependency) +
+                                     " finished at " + format_time(*done.finished_at));
+          }
+        }
+      }
       auto sent = completion_sent.find(dependency);
       for (const LeaseEvent& lease : history.leases) {
         if (lease.job != dependent) continue;

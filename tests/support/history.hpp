@@ -307,6 +307,8 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
 //     lease call that returned (t_lease_end) before that completion's call began (t_start)
 //     would have handed out a job whose dependency had not succeeded yet;
 //   - its last start (the database's started_at) is at or after each dependency's finish.
+//   - none of its commands started (exec events, the black box's only view) before each
+//     dependency finished.
 // Times from the workers' clocks and the database's are compared with `tolerance`.
 void check_dependencies(const History& history, const std::vector<Job>& final_jobs,
                         const std::map<JobId, std::vector<JobId>>& after, Duration tolerance,
