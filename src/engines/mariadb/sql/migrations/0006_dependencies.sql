@@ -46,3 +46,79 @@ CREATE TABLE IF NOT EXISTS readpast_locks (
   name VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY
 ) ENGINE = InnoDB;
 INSERT IGNORE INTO readpast_locks (name) VALUES ('dependencies');
+
+-- The SQL interface (docs/mariadb.md "SQL interface"): readpast_enqueue_after enqueues a job
+-- that waits until every job of p_after (a JSON array of ids, e.g. '[12, 13]') has
+-- succeeded, with the rules the engines apply (docs/workflows.md): a job that does not exist
+-- is an error (SQLSTATE 45000) and nothing is enqueued, a succeeded one is met, a dead or
+-- cancelled one cancels the new job at once; a unique key held by a live job is an error too.
+-- Returns the new job's id. An empty array enqueues as readpast_enqueue.
+CREATE OR REPLACE FUNCTION readpast_enqueue_after(p_after LONGTEXT,
+                                                  p_queue VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin,
+                                                  p_payload LONGBLOB, p_priority INT,
+                                                  p_delay_us BIGINT, p_max_attempts INT,
+                                                  p_unique_key VARBINARY(1024))
+  RETURNS BIGINT NOT DETERMINISTIC MODIFIES SQL DATA
+BEGIN
+  DECLARE v_now BIGINT DEFAULT readpast_now_us();
+  DECLARE v_count INT;
+  DECLARE v_distinct INT;
+  DECLARE v_missing BIGINT DEFAULT NULL;
+  DECLARE v_unmet INT;
+  DECLARE v_failed BIGINT DEFAULT NULL;
+  DECLARE v_failed_state VARCHAR(9) DEFAULT NULL;
+  DECLARE v_id BIGINT;
+  IF p_after IS NULL OR JSON_VALID(p_after) = 0 OR JSON_TYPE(p_after) <> 'ARRAY' THEN
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'p_after must be a JSON array of job ids';
+  END IF;
+  IF JSON_LENGTH(p_after) = 0 THEN
+    RETURN readpast_enqueue(p_queue, p_payload, p_priority, p_delay_us, p_max_attempts,
+                            p_unique_key);
+  END IF;
+  SELECT COUNT(*), COUNT(DISTINCT a.id) INTO v_count, v_distinct
+    FROM JSON_TABLE(p_after, '$[*]' COLUMNS (id BIGINT PATH '$')) a WHERE a.id >= 1;
+  IF v_count <> JSON_LENGTH(p_after) OR v_distinct <> v_count THEN
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'job ids to wait for must be positive and listed once';
+  END IF;
+  -- Lock the live dependencies first, so that none finishes unseen before this commits.
+  UPDATE readpast_jobs SET notify = 1
+    WHERE id IN (SELECT a.id FROM JSON_TABLE(p_after, '$[*]' COLUMNS (id BIGINT PATH '$')) a)
+      AND (state = 'available' OR state = 'running' OR state = 'waiting');
+  SELECT a.id INTO v_missing
+    FROM JSON_TABLE(p_after, '$[*]' COLUMNS (id BIGINT PATH '$')) a
+    WHERE NOT EXISTS (SELECT 1 FROM readpast_jobs j WHERE j.id = a.id) LIMIT 1;
+  IF v_missing IS NOT NULL THEN
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'a job to wait for does not exist';
+  END IF;
+  SELECT COUNT(*) INTO v_unmet FROM readpast_jobs
+    WHERE id IN (SELECT a.id FROM JSON_TABLE(p_after, '$[*]' COLUMNS (id BIGINT PATH '$')) a)
+      AND state <> 'succeeded';
+  SELECT j.id, j.state INTO v_failed, v_failed_state
+    FROM JSON_TABLE(p_after, '$[*]' COLUMNS (n FOR ORDINALITY, id BIGINT PATH '$')) a
+    JOIN readpast_jobs j ON j.id = a.id
+    WHERE j.state = 'dead' OR j.state = 'cancelled' ORDER BY a.n LIMIT 1;
+  IF p_unique_key IS NOT NULL
+     AND EXISTS (SELECT 1 FROM readpast_jobs WHERE queue = p_queue AND live_key = p_unique_key) THEN
+    SIGNAL SQLSTATE '45000'
+      SET MESSAGE_TEXT = 'the unique key is held by a job that was not enqueued after these jobs';
+  END IF;
+  INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempts,
+                             enqueued_at, unique_key, payload, waiting_for, delay_us,
+                             finished_at, last_error)
+    VALUES (p_queue,
+            CASE WHEN v_failed IS NOT NULL THEN 'cancelled'
+                 WHEN v_unmet > 0 THEN 'waiting' ELSE 'available' END,
+            COALESCE(p_priority, 100),
+            IF(v_failed IS NULL AND v_unmet = 0,
+               v_now + GREATEST(COALESCE(p_delay_us, 0), 0), v_now),
+            0, COALESCE(p_max_attempts, 25), v_now, p_unique_key, COALESCE(p_payload, ''),
+            v_unmet, GREATEST(COALESCE(p_delay_us, 0), 0),
+            IF(v_failed IS NULL, NULL, v_now),
+            IF(v_failed IS NULL, NULL,
+               CONCAT('cancelled: dependency ', v_failed, ' is ', v_failed_state)));
+  SET v_id = LAST_INSERT_ID();
+  INSERT INTO readpast_dependencies (depends_on, job_id, met)
+    SELECT j.id, v_id, j.state = 'succeeded' FROM readpast_jobs j
+    WHERE j.id IN (SELECT a.id FROM JSON_TABLE(p_after, '$[*]' COLUMNS (id BIGINT PATH '$')) a);
+  RETURN v_id;
+END;
