@@ -651,6 +651,22 @@ Result<std::int64_t> Queue::resolve_dependencies() {
   return state_->resolve_all();
 }
 
+Result<GroupStats> Queue::group_stats(std::string_view group) {
+  if (auto ok = validate_group_name(group); !ok) return fail_with(ok.error());
+  auto stats = state_->engine->group_stats(group);
+  if (!stats) return fail_with(stats.error());
+  if (!*stats) return fail_with(Error::not_found("no group named '" + std::string(group) + "'"));
+  return std::move(**stats);
+}
+
+Result<std::vector<Job>> Queue::list_group(std::string_view group, JobId after_id, int limit) {
+  if (auto ok = validate_group_name(group); !ok) return fail_with(ok.error());
+  if (limit < 1 || limit > 1000) {
+    return fail_with(Error::invalid_argument("list limit must be between 1 and 1000"));
+  }
+  return state_->engine->list_group(group, after_id, limit);
+}
+
 Result<Job> Queue::get(JobId id) {
   auto job = state_->engine->get(id);
   if (!job) return fail_with(job.error());

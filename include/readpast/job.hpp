@@ -82,6 +82,13 @@ struct NewJob {
   // ends dead or cancelled. Each id must name an existing job (kInvalidArgument otherwise);
   // one that already succeeded counts as met. At most kMaxDependencies.
   std::vector<JobId> after;
+  // Groups (batches with a callback): the job is a member of `group`; a job enqueued with
+  // after_group waits until no member of that group is waiting, available or running (every
+  // member finished, whatever its outcome), then becomes available. The group must exist (a
+  // member enqueued before); a job cannot wait for its own group. Names follow the queue
+  // name rule.
+  std::optional<std::string> group;
+  std::optional<std::string> after_group;
 };
 
 inline constexpr std::size_t kMaxDependencies = 1000;
@@ -90,9 +97,23 @@ inline constexpr std::size_t kMaxDependencies = 1000;
 // end, its state, and whether the edge is met (that job succeeded while the dependent
 // waited).
 struct Dependency {
-  JobId id = 0;
-  std::optional<JobState> state;  // nullopt: the job no longer exists (purged)
+  JobId id = 0;                   // 0 for a group (then `group` names it)
+  std::optional<JobState> state;  // nullopt: the job no longer exists (purged), or a group
   bool met = false;
+  std::optional<std::string> group;  // the group the job waits for (NewJob::after_group)
+};
+
+// The members of a group by state, and the jobs that still wait for it (after_group).
+struct GroupStats {
+  std::string name;
+  std::int64_t waiting = 0;
+  std::int64_t available = 0;
+  std::int64_t running = 0;
+  std::int64_t succeeded = 0;
+  std::int64_t dead = 0;
+  std::int64_t cancelled = 0;
+  std::int64_t live = 0;     // members not yet finished (as the group counts them)
+  std::int64_t waiters = 0;  // jobs enqueued after the group that still wait for it
 };
 
 // What a job waits for and what waits for it, each by id. dependents holds at most
@@ -101,6 +122,7 @@ struct Dependencies {
   std::vector<Dependency> after;
   std::vector<Dependency> dependents;
   std::int64_t dependent_count = 0;
+  std::optional<std::string> group;  // the group the job is a member of (NewJob::group)
 };
 
 inline constexpr int kMaxListedDependents = 1000;

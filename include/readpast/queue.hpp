@@ -187,6 +187,10 @@ class Queue {
   // What the job waits for (NewJob::after) and what waits for it; empty lists for a job
   // without dependencies, kNotFound when there is no such job.
   Result<Dependencies> dependencies(JobId id);
+  // A group's members by state (kNotFound when no job was ever enqueued in it), and its
+  // members in id order, a page at a time (after `after_id`).
+  Result<GroupStats> group_stats(std::string_view group);
+  Result<std::vector<Job>> list_group(std::string_view group, JobId after_id = 0, int limit = 100);
   // Tells the dependents of jobs that finished (docs/workflows.md): a waiting job whose last
   // dependency succeeded becomes available; one whose dependency ended dead or cancelled is
   // cancelled, and so on down the chain. Every step is a short transaction of its own; this
@@ -227,5 +231,7 @@ class Queue {
 Status validate_queue_name(std::string_view name);
 // Schedule names follow the same rule.
 Status validate_schedule_name(std::string_view name);
+// Group names (NewJob::group) too.
+Status validate_group_name(std::string_view name);
 
 }  // namespace readpast

@@ -3,8 +3,13 @@
 namespace readpast::detail {
 
 Result<DependentPlan> plan_dependent(std::span<const JobId> after,
-                                     std::span<const std::optional<JobState>> states) {
+                                     std::span<const std::optional<JobState>> states,
+                                     std::optional<GroupWait> group) {
   DependentPlan plan;
+  if (group) {
+    plan.edges.emplace_back(-group->group_id, !group->live);
+    if (group->live) ++plan.waiting_for;
+  }
   for (std::size_t i = 0; i < after.size(); ++i) {
     if (!states[i]) {
       return fail_with(Error::invalid_argument("job " + std::to_string(after[i]) +
@@ -29,6 +34,11 @@ Result<DependentPlan> plan_dependent(std::span<const JobId> after,
     plan.state = plan.waiting_for > 0 ? JobState::kWaiting : JobState::kAvailable;
   }
   return plan;
+}
+
+Error no_such_group_error(std::string_view group) {
+  return Error::invalid_argument("no job was ever enqueued in group '" + std::string(group) +
+                                 "' to wait for; nothing enqueued");
 }
 
 Error unique_key_held_by_error(JobId holder) {

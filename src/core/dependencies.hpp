@@ -29,10 +29,25 @@ struct DependentPlan {
   std::optional<std::string> last_error;  // why it was cancelled at once
 };
 
+// The group a job is enqueued after, as the enqueue's transaction read (and locked) it.
+struct GroupWait {
+  JobId group_id = 0;  // its edge is (-group_id, job)
+  bool live = false;   // some member is not finished: the job waits
+};
+
+// Whether the job needs the dependent path of an engine's enqueue (edges, a group).
+inline bool takes_part_in_a_workflow(const NewJob& job) {
+  return !job.after.empty() || job.group || job.after_group;
+}
+
 // states[i] is the state of after[i] as the enqueue's transaction read it (and locked it,
 // where an engine locks), nullopt when there is no such job: kInvalidArgument then.
 Result<DependentPlan> plan_dependent(std::span<const JobId> after,
-                                     std::span<const std::optional<JobState>> states);
+                                     std::span<const std::optional<JobState>> states,
+                                     std::optional<GroupWait> group = std::nullopt);
+
+// The error for an after_group that names no group.
+Error no_such_group_error(std::string_view group);
 
 // A job enqueued after others whose unique key a live job already holds: an error, since
 // the job it would hand back was not enqueued after those dependencies.

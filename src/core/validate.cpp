@@ -51,6 +51,10 @@ Status validate_schedule_name(std::string_view name) {
   return validate_name(name, "schedule");
 }
 
+Status validate_group_name(std::string_view name) {
+  return validate_name(name, "group");
+}
+
 namespace detail {
 
 Status validate_non_negative_duration(Duration d, std::string_view what) {
@@ -93,6 +97,15 @@ Status validate_new_job(const NewJob& job, std::size_t max_payload_bytes) {
     if (*job.run_at < kEarliest || *job.run_at > kLatest) {
       return fail_with(Error::invalid_argument("run_at must be between the years 1 and 9999"));
     }
+  }
+  for (const auto* name : {&job.group, &job.after_group}) {
+    if (*name) {
+      if (auto ok = validate_name(**name, "group"); !ok) return ok;
+    }
+  }
+  if (job.group && job.after_group && *job.group == *job.after_group) {
+    return fail_with(
+        Error::invalid_argument("a job cannot wait for its own group '" + *job.group + "'"));
   }
   if (job.after.size() > kMaxDependencies) {
     return fail_with(Error::invalid_argument("a job can wait for at most " +

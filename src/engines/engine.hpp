@@ -68,6 +68,30 @@ inline void set_state_counts(QueueStats& stats, JobState state, std::int64_t cou
   if (state == JobState::kRunning) stats.expired = sub_count;
 }
 
+// Adds one (state, count) row of a group's members to its stats.
+inline void add_group_count(GroupStats& stats, std::string_view state, std::int64_t count) {
+  switch (parse_job_state(state).value_or(JobState::kAvailable)) {
+    case JobState::kWaiting:
+      stats.waiting += count;
+      break;
+    case JobState::kAvailable:
+      stats.available += count;
+      break;
+    case JobState::kRunning:
+      stats.running += count;
+      break;
+    case JobState::kSucceeded:
+      stats.succeeded += count;
+      break;
+    case JobState::kDead:
+      stats.dead += count;
+      break;
+    case JobState::kCancelled:
+      stats.cancelled += count;
+      break;
+  }
+}
+
 // nullopt = lease lost for that item.
 using FailResult = std::optional<FailOutcome>;
 
@@ -119,6 +143,10 @@ class Engine {
   // or cancellation cancels the waiting dependents. Returns how many jobs and edges it went
   // through: 0 when nothing was left to tell (or another process is telling them).
   virtual Result<std::int64_t> resolve_dependencies() = 0;
+  // nullopt when the group does not exist.
+  virtual Result<std::optional<GroupStats>> group_stats(std::string_view group) = 0;
+  virtual Result<std::vector<Job>> list_group(std::string_view group, JobId after_id,
+                                              int limit) = 0;
   virtual Result<std::vector<FinishedCounts>> finished_since(
       TimePoint since, std::optional<std::string_view> queue) = 0;
 

@@ -143,7 +143,7 @@ class MariadbEngine final : public Engine {
     std::vector<Enqueued> results;
     results.reserve(jobs.size());
     for (const NewJob& job : jobs) {
-      if (!job.after.empty()) {
+      if (takes_part_in_a_workflow(job)) {
         auto id = insert_dependent(c, job);
         if (!id) return fail_with(id.error());
         results.push_back(Enqueued{*id, true});
@@ -206,8 +206,22 @@ class MariadbEngine final : public Engine {
       if (!row) return fail_with(row.error());
       states.push_back(row->empty() ? std::nullopt : parse_job_state(row->text(0, 0)));
     }
-    auto plan = plan_dependent(job.after, states);
+    std::optional<GroupWait> group_wait;
+    if (job.after_group) {
+      using G = sql::find_group;
+      auto found = c.run<G>(c.params<G>().set(G::name, *job.after_group));
+      if (!found) return fail_with(found.error());
+      if (found->empty()) return fail_with(no_such_group_error(*job.after_group));
+      group_wait = GroupWait{found->int64(0, 0), found->int64(0, 1) > 0};
+    }
+    auto plan = plan_dependent(job.after, states, group_wait);
     if (!plan) return fail_with(plan.error());
+    if (job.group) {
+      using J = sql::join_group;
+      if (auto ok = c.run<J>(c.params<J>().set(J::name, *job.group)); !ok) {
+        return fail_with(ok.error());
+      }
+    }
     auto clock = c.query(sql::server_now::text);
     if (!clock) return fail_with(clock.error());
     const std::int64_t now = clock->int64(0, 0);
@@ -225,6 +239,11 @@ class MariadbEngine final : public Engine {
         .set_bytes(Q::payload, job.payload)
         .set(Q::waiting_for, plan->waiting_for)
         .set(Q::delay_us, delay);
+    if (job.group) {
+      p.set(Q::group_name, *job.group);
+    } else {
+      p.set_null(Q::group_name);
+    }
     if (job.unique_key) {
       p.set_bytes(Q::unique_key, *job.unique_key);
     } else {
@@ -265,7 +284,7 @@ class MariadbEngine final : public Engine {
     if (jobs.size() < 2) return false;
     std::size_t bytes = 0;
     for (const NewJob& job : jobs) {
-      if (job.unique_key || !job.after.empty()) return false;
+      if (job.unique_key || takes_part_in_a_workflow(job)) return false;
       bytes += job.payload.size();
     }
     return bytes <= kMaxBatchPayloadBytes;
@@ -496,6 +515,14 @@ class MariadbEngine final : public Engine {
       std::vector<JobId> changed;
       bool locked = false;
       for (JobId id : ids) {
+        // Before: whether the job is a member that has told its group of its finish (then it
+        // joins again) or not yet (then the group still counts it).
+        using B = sql::job_group;
+        auto before = c.run<B>(c.params<B>().set(B::id, id));
+        if (!before) return fail_with(before.error());
+        if (before->empty()) continue;
+        const bool told = before->int64(0, 0) == 0;
+        const std::optional<std::string> group = before->optional_text(0, 1);
         auto ok = c.run<sql::retry>(c.params<sql::retry>().set(sql::retry::id, id));
         if (!ok) {
           if (c.last_errno() == ER_DUP_ENTRY) continue;  // a live job holds its unique key
@@ -503,6 +530,12 @@ class MariadbEngine final : public Engine {
         }
         if (c.affected_rows() != 1) continue;
         changed.push_back(id);
+        if (group && told) {
+          using J = sql::join_group;
+          if (auto joined = c.run<J>(c.params<J>().set(J::name, *group)); !joined) {
+            return fail_with(joined.error());
+          }
+        }
         // A dependent waits again for what has not succeeded (or runs now), under the
         // resolver's lock so that no round of resolve_dependencies is half seen.
         using H = sql::has_dependencies;
@@ -529,10 +562,11 @@ class MariadbEngine final : public Engine {
       Dependencies found;
       auto read_edges = [](const mariadb::Rows& rows, std::vector<Dependency>& into) {
         for (std::size_t r = 0; r < rows.size(); ++r) {
+          const JobId other = rows.int64(r, 0);
           into.push_back(
-              Dependency{rows.int64(r, 0),
+              Dependency{other > 0 ? other : 0,
                          rows.is_null(r, 1) ? std::nullopt : parse_job_state(rows.text(r, 1)),
-                         rows.int64(r, 2) != 0});
+                         rows.int64(r, 2) != 0, rows.optional_text(r, 3)});
         }
       };
       using A = sql::dependencies_of;
@@ -547,6 +581,10 @@ class MariadbEngine final : public Engine {
       auto count = c.run<N>(c.params<N>().set(N::id, id));
       if (!count) return fail_with(count.error());
       found.dependent_count = count->int64(0, 0);
+      using B = sql::job_group;
+      auto own = c.run<B>(c.params<B>().set(B::id, id));
+      if (!own) return fail_with(own.error());
+      if (!own->empty()) found.group = own->optional_text(0, 1);
       return found;
     });
   }
@@ -572,56 +610,130 @@ class MariadbEngine final : public Engine {
       for (std::size_t r = 0; r < found->size() && budget > 0; ++r) {
         const JobId id = found->int64(r, 0);
         const JobState state = parse_job_state(found->text(r, 1)).value_or(JobState::kSucceeded);
-        auto told = tell_dependents(c, id, state, budget);
+        auto told = tell_dependents(c, id, state, found->optional_text(r, 2), budget);
         if (!told) return fail_with(told.error());
         budget -= *told;
         moved += *told + 1;
+      }
+      // Groups whose last member finished: the jobs that waited for them are let go.
+      using P = sql::pending_groups;
+      auto pending = c.run<P>(c.params<P>().set(P::limit, kResolveJobs));
+      if (!pending) return fail_with(pending.error());
+      for (std::size_t r = 0; r < pending->size() && budget > 0; ++r) {
+        const JobId group_id = pending->int64(r, 0);
+        auto met = meet_edges(c, -group_id, pending->int64(r, 1), budget);
+        if (!met) return fail_with(met.error());
+        budget -= met->first;
+        moved += met->first + 1;
+        if (met->second) {
+          if (auto ok = by_id<sql::group_released>(c, group_id); !ok) return fail_with(ok.error());
+        }
       }
       return moved;
     });
   }
 
-  // Tells up to `budget` dependents of the finished job `id`, inside the caller's
-  // transaction, and clears its notify once none is left; returns how many it told.
-  static Result<int> tell_dependents(Connection& c, JobId id, JobState state, int budget) {
-    const bool succeeded = state == JobState::kSucceeded;
+  // Meets up to `budget` unmet edges of `depends_on` (a job that succeeded, or minus a
+  // group whose members all finished) whose dependent's id is at most `upto`, counting each
+  // dependent down; returns how many, and whether none is left.
+  static Result<std::pair<int, bool>> meet_edges(Connection& c, JobId depends_on, JobId upto,
+                                                 int budget) {
+    using U = sql::unmet_dependents;
+    auto rows =
+        c.run<U>(c.params<U>().set(U::id, depends_on).set(U::upto, upto).set(U::limit, budget + 1));
+    if (!rows) return fail_with(rows.error());
     std::vector<JobId> dependents;
-    if (succeeded) {
-      using U = sql::unmet_dependents;
-      auto rows = c.run<U>(c.params<U>().set(U::id, id).set(U::limit, budget + 1));
-      if (!rows) return fail_with(rows.error());
-      for (std::size_t r = 0; r < rows->size(); ++r) dependents.push_back(rows->int64(r, 0));
+    for (std::size_t r = 0; r < rows->size(); ++r) dependents.push_back(rows->int64(r, 0));
+    const bool all = dependents.size() <= static_cast<std::size_t>(budget);
+    if (!all) dependents.resize(static_cast<std::size_t>(budget));
+    for (JobId dependent : dependents) {
+      using M = sql::meet_dependency;
+      if (auto ok =
+              c.run<M>(c.params<M>().set(M::depends_on, depends_on).set(M::job_id, dependent));
+          !ok) {
+        return fail_with(ok.error());
+      }
+      if (c.affected_rows() == 0) continue;
+      if (auto ok = by_id<sql::count_down>(c, dependent); !ok) return fail_with(ok.error());
+    }
+    return std::pair(static_cast<int>(dependents.size()), all);
+  }
+
+  // Tells up to `budget` dependents of the finished job `id`, inside the caller's
+  // transaction; once none is left, clears its notify and tells its group of its finish (the
+  // last member's lets the jobs waiting for the group go). Returns how many it told.
+  static Result<int> tell_dependents(Connection& c, JobId id, JobState state,
+                                     const std::optional<std::string>& group, int budget) {
+    int told = 0;
+    bool all = true;
+    if (state == JobState::kSucceeded) {
+      auto met = meet_edges(c, id, std::numeric_limits<JobId>::max(), budget);
+      if (!met) return fail_with(met.error());
+      told = met->first;
+      all = met->second;
     } else {
       using W = sql::waiting_dependents;
       auto rows = c.run<W>(c.params<W>().set(W::id, id).set(W::limit, budget + 1));
       if (!rows) return fail_with(rows.error());
+      std::vector<JobId> dependents;
       for (std::size_t r = 0; r < rows->size(); ++r) dependents.push_back(rows->int64(r, 0));
-    }
-    // One more than the budget was asked for: whether any is left after this round.
-    const bool all = dependents.size() <= static_cast<std::size_t>(budget);
-    if (!all) dependents.resize(static_cast<std::size_t>(budget));
-    const std::string error = dependency_failed_error(id, state);
-    for (JobId dependent : dependents) {
-      if (succeeded) {
-        using M = sql::meet_dependency;
-        if (auto ok = c.run<M>(c.params<M>().set(M::depends_on, id).set(M::job_id, dependent));
-            !ok) {
-          return fail_with(ok.error());
-        }
-        if (c.affected_rows() == 0) continue;
-        if (auto ok = by_id<sql::count_down>(c, dependent); !ok) return fail_with(ok.error());
-      } else {
+      all = dependents.size() <= static_cast<std::size_t>(budget);
+      if (!all) dependents.resize(static_cast<std::size_t>(budget));
+      const std::string error = dependency_failed_error(id, state);
+      for (JobId dependent : dependents) {
         using X = sql::cancel_dependent;
         if (auto ok = c.run<X>(c.params<X>().set(X::id, dependent).set_bytes(X::error, error));
             !ok) {
           return fail_with(ok.error());
         }
       }
+      told = static_cast<int>(dependents.size());
     }
-    if (all) {
-      if (auto ok = by_id<sql::told>(c, id); !ok) return fail_with(ok.error());
+    if (!all) return told;
+    if (auto ok = by_id<sql::told>(c, id); !ok) return fail_with(ok.error());
+    if (group) {
+      using L = sql::leave_group;
+      using R = sql::release_group;
+      if (auto ok = c.run<L>(c.params<L>().set(L::name, *group)); !ok) {
+        return fail_with(ok.error());
+      }
+      if (auto ok = c.run<R>(c.params<R>().set(R::name, *group)); !ok) {
+        return fail_with(ok.error());
+      }
     }
-    return static_cast<int>(dependents.size());
+    return told;
+  }
+
+  Result<std::optional<GroupStats>> group_stats(std::string_view group) override {
+    return with_connection<std::optional<GroupStats>>(
+        true, [&](Connection& c) -> Result<std::optional<GroupStats>> {
+          using G = sql::group_row;
+          auto row = c.run<G>(c.params<G>().set(G::name, group));
+          if (!row) return fail_with(row.error());
+          if (row->empty()) return std::optional<GroupStats>{};
+          GroupStats stats{.name = std::string(group)};
+          stats.live = row->int64(0, 0);
+          stats.waiters = row->int64(0, 1);
+          using N = sql::group_counts;
+          auto counts = c.run<N>(c.params<N>().set(N::name, group));
+          if (!counts) return fail_with(counts.error());
+          for (std::size_t r = 0; r < counts->size(); ++r) {
+            add_group_count(stats, counts->text(r, 0), counts->int64(r, 1));
+          }
+          return std::optional<GroupStats>(std::move(stats));
+        });
+  }
+
+  Result<std::vector<Job>> list_group(std::string_view group, JobId after_id, int limit) override {
+    return with_connection<std::vector<Job>>(true, [&](Connection& c) -> Result<std::vector<Job>> {
+      using L = sql::list_group;
+      auto rows = c.run<L>(
+          c.params<L>().set(L::name, group).set(L::after_id, after_id).set(L::limit, limit));
+      if (!rows) return fail_with(rows.error());
+      std::vector<Job> jobs;
+      for (std::size_t r = 0; r < rows->size(); ++r) jobs.push_back(read_job(*rows, r));
+      return jobs;
+    });
   }
 
   Result<std::int64_t> retry_all(std::string_view queue, JobState state) override {

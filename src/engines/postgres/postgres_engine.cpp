@@ -211,8 +211,7 @@ class PostgresEngine final : public Engine {
   Result<std::vector<Enqueued>> enqueue(std::span<const NewJob> jobs) override {
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
-    const bool any_after =
-        std::any_of(jobs.begin(), jobs.end(), [](const NewJob& job) { return !job.after.empty(); });
+    const bool any_after = std::any_of(jobs.begin(), jobs.end(), takes_part_in_a_workflow);
     // Without unique keys the batch is one statement, atomic by itself. With them it may
     // take a second statement (pg_jobs.cpp), so it runs in a transaction.
     if (!any_after && !pg::any_unique_key(jobs)) return pg::enqueue_jobs(**c, sql_, jobs);
@@ -224,7 +223,7 @@ class PostgresEngine final : public Engine {
     } else {
       // Job by job, in input order, in the one transaction.
       for (std::size_t i = 0; i < jobs.size() && results; ++i) {
-        if (jobs[i].after.empty()) {
+        if (!takes_part_in_a_workflow(jobs[i])) {
           auto one = pg::enqueue_jobs(**c, sql_, jobs.subspan(i, 1));
           if (!one) return fail_with(one.error());
           results->push_back(one->front());
@@ -423,9 +422,11 @@ class PostgresEngine final : public Engine {
     Dependencies found;
     auto read_edges = [](const pg::Rows& rows, std::vector<Dependency>& into) {
       for (int r = 0; r < rows.size(); ++r) {
-        into.push_back(Dependency{
-            rows.int8(r, 0), rows.is_null(r, 1) ? std::nullopt : parse_job_state(rows.text(r, 1)),
-            rows.boolean(r, 2)});
+        const JobId other = rows.int8(r, 0);
+        into.push_back(
+            Dependency{other > 0 ? other : 0,
+                       rows.is_null(r, 1) ? std::nullopt : parse_job_state(rows.text(r, 1)),
+                       rows.boolean(r, 2), rows.optional_text(r, 3)});
       }
     };
     using A = pg::sql::dependencies_of;
@@ -438,8 +439,47 @@ class PostgresEngine final : public Engine {
                    Params(D::param_count).int8(D::id, id).int4(D::limit, kMaxListedDependents));
     if (!dependents) return fail_with(dependents.error());
     read_edges(*dependents, found.dependents);
-    found.dependent_count = dependents->size() > 0 ? dependents->int8(0, 3) : 0;
+    found.dependent_count = dependents->size() > 0 ? dependents->int8(0, 4) : 0;
+    using G = pg::sql::job_group;
+    auto own = (*c)->exec(sql_.job_group, Params(G::param_count).int8(G::id, id));
+    if (!own) return fail_with(own.error());
+    if (own->size() > 0) found.group = own->optional_text(0, 0);
     return found;
+  }
+
+  Result<std::optional<GroupStats>> group_stats(std::string_view group) override {
+    auto c = pool_.acquire();
+    if (!c) return fail_with(c.error());
+    using G = pg::sql::group_stats;
+    auto rows = (*c)->exec(sql_.group_stats, Params(G::param_count).text(G::name, group));
+    if (!rows) return fail_with(rows.error());
+    if (rows->size() == 0 || rows->text(0, 0) != "live") return std::optional<GroupStats>{};
+    GroupStats stats{.name = std::string(group)};
+    for (int r = 0; r < rows->size(); ++r) {
+      const std::string what = rows->text(r, 0);
+      if (what == "live") {
+        stats.live = rows->int8(r, 1);
+      } else if (what == "waiters") {
+        stats.waiters = rows->int8(r, 1);
+      } else {
+        add_group_count(stats, what, rows->int8(r, 1));
+      }
+    }
+    return std::optional<GroupStats>(std::move(stats));
+  }
+
+  Result<std::vector<Job>> list_group(std::string_view group, JobId after_id, int limit) override {
+    auto c = pool_.acquire();
+    if (!c) return fail_with(c.error());
+    using L = pg::sql::list_group;
+    auto rows = (*c)->exec(sql_.list_group, Params(L::param_count)
+                                                .text(L::name, group)
+                                                .int8(L::after_id, after_id)
+                                                .int4(L::limit, limit));
+    if (!rows) return fail_with(rows.error());
+    std::vector<Job> jobs;
+    for (int r = 0; r < rows->size(); ++r) jobs.push_back(pg::read_job(*rows, r));
+    return jobs;
   }
 
   Result<std::int64_t> resolve_dependencies() override {
@@ -459,12 +499,32 @@ class PostgresEngine final : public Engine {
     using S = pg::sql::resolve_succeeded;
     using F = pg::sql::resolve_failed;
     static_assert(S::param_count == F::param_count && S::jobs == F::jobs && S::limit == F::limit);
+    ArrayParam left(Oid::kText);  // one group name per member that finished telling
+    bool any_left = false;
     for (const pg::Statement* statement : {&sql_.resolve_succeeded, &sql_.resolve_failed}) {
       auto rows = (*c)->exec(
           *statement,
           Params(S::param_count).int4(S::jobs, kResolveJobs).int4(S::limit, kResolveChunk));
       if (!rows) return fail_with(rows.error());
       moved += rows->int8(0, 0);
+      const std::string names = rows->text(0, 1);  // group names are [A-Za-z0-9_.-]: no comma
+      for (std::size_t at = 0; at < names.size();) {
+        const std::size_t comma = std::min(names.find(',', at), names.size());
+        left.add(std::string_view(names).substr(at, comma - at));
+        any_left = true;
+        at = comma + 1;
+      }
+    }
+    if (any_left) {
+      for (const pg::Statement* statement : {&sql_.leave_groups, &sql_.release_groups}) {
+        static_assert(pg::sql::leave_groups::names == pg::sql::release_groups::names &&
+                      pg::sql::leave_groups::param_count == pg::sql::release_groups::param_count);
+        if (auto ok = (*c)->exec(*statement, Params(pg::sql::leave_groups::param_count)
+                                                 .array(pg::sql::leave_groups::names, left));
+            !ok) {
+          return fail_with(ok.error());
+        }
+      }
     }
     if (auto ok = transaction->commit(); !ok) return fail_with(ok.error());
     return moved;
@@ -857,12 +917,25 @@ class PostgresEngine final : public Engine {
     if (!transaction) return fail_with(transaction.error());
     auto rows = run(**c);
     if (!rows) return fail_with(rows.error());
-    ArrayParam dependents(Oid::kInt8);
+    ArrayParam dependents(Oid::kInt8), rejoining(Oid::kText);
     bool any = false;
+    bool any_rejoining = false;
     for (int r = 0; r < rows->size(); ++r) {
+      if (!rows->is_null(r, 2)) {
+        rejoining.add(rows->text(r, 2));
+        any_rejoining = true;
+      }
       if (!rows->boolean(r, 1)) continue;
       dependents.add(pg::encode_int8(rows->int8(r, 0)));
       any = true;
+    }
+    if (any_rejoining) {
+      using R = pg::sql::rejoin_groups;
+      if (auto ok =
+              (*c)->exec(sql_.rejoin_groups, Params(R::param_count).array(R::names, rejoining));
+          !ok) {
+        return fail_with(ok.error());
+      }
     }
     if (any) {
       auto locked =
@@ -886,27 +959,45 @@ class PostgresEngine final : public Engine {
   // A job enqueued after others, inside the caller's transaction (core/dependencies.hpp
   // decides its state).
   Result<JobId> enqueue_dependent(pg::Connection& c, const NewJob& job) {
-    ArrayParam ids(Oid::kInt8);
-    for (JobId id : job.after) ids.add(pg::encode_int8(id));
-    using L = pg::sql::lock_dependencies;
-    if (auto ok = c.exec(sql_.lock_dependencies, Params(L::param_count).array(L::ids, ids)); !ok) {
-      return fail_with(ok.error());
-    }
-    using S = pg::sql::dependency_states;
-    auto rows = c.exec(sql_.dependency_states, Params(S::param_count).array(S::ids, ids));
-    if (!rows) return fail_with(rows.error());
     std::map<JobId, JobState> found;
-    for (int r = 0; r < rows->size(); ++r) {
-      found.emplace(rows->int8(r, 0),
-                    parse_job_state(rows->text(r, 1)).value_or(JobState::kAvailable));
+    if (!job.after.empty()) {
+      ArrayParam ids(Oid::kInt8);
+      for (JobId id : job.after) ids.add(pg::encode_int8(id));
+      using L = pg::sql::lock_dependencies;
+      if (auto ok = c.exec(sql_.lock_dependencies, Params(L::param_count).array(L::ids, ids));
+          !ok) {
+        return fail_with(ok.error());
+      }
+      using S = pg::sql::dependency_states;
+      auto rows = c.exec(sql_.dependency_states, Params(S::param_count).array(S::ids, ids));
+      if (!rows) return fail_with(rows.error());
+      for (int r = 0; r < rows->size(); ++r) {
+        found.emplace(rows->int8(r, 0),
+                      parse_job_state(rows->text(r, 1)).value_or(JobState::kAvailable));
+      }
     }
     std::vector<std::optional<JobState>> states;
     for (JobId id : job.after) {
       auto it = found.find(id);
       states.push_back(it == found.end() ? std::nullopt : std::optional(it->second));
     }
-    auto plan = plan_dependent(job.after, states);
+    std::optional<GroupWait> group_wait;
+    if (job.after_group) {
+      using G = pg::sql::find_group;
+      auto row = c.exec(sql_.find_group, Params(G::param_count).text(G::name, *job.after_group));
+      if (!row) return fail_with(row.error());
+      if (row->size() == 0) return fail_with(no_such_group_error(*job.after_group));
+      group_wait = GroupWait{row->int8(0, 0), row->int8(0, 1) > 0};
+    }
+    auto plan = plan_dependent(job.after, states, group_wait);
     if (!plan) return fail_with(plan.error());
+    if (job.group) {
+      using J = pg::sql::join_group;
+      if (auto ok = c.exec(sql_.join_group, Params(J::param_count).text(J::name, *job.group));
+          !ok) {
+        return fail_with(ok.error());
+      }
+    }
     using I = pg::sql::insert_dependent;
     Params params(I::param_count);
     params.text(I::queue, job.queue)
@@ -918,7 +1009,8 @@ class PostgresEngine final : public Engine {
         .text(I::state, to_string(plan->state))
         .int4(I::waiting_for, plan->waiting_for)
         .int8(I::delay_us, job.delay ? job.delay->count() : 0)
-        .optional(I::last_error, plan->last_error, [](const std::string& e) { return e; });
+        .optional(I::last_error, plan->last_error, [](const std::string& e) { return e; })
+        .optional(I::group_name, job.group, [](const std::string& g) { return g; });
     auto inserted = c.exec(sql_.insert_dependent, params);
     if (!inserted) return fail_with(inserted.error());
     if (inserted->size() == 0) {
@@ -935,6 +1027,7 @@ class PostgresEngine final : public Engine {
       depends_on.add(pg::encode_int8(dependency));
       met.add(is_met ? std::string_view("\x01", 1) : std::string_view("\x00", 1));
     }
+    if (plan->edges.empty()) return id;
     using E = pg::sql::insert_dependencies;
     if (auto ok = c.exec(sql_.insert_dependencies, Params(E::param_count)
                                                        .int8(E::job_id, id)

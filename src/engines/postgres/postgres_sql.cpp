@@ -158,6 +158,14 @@ Sql::Sql(const SchemaName& schema)
       renotify(make<sql::renotify>("renotify", schema)),
       dependencies_of(make<sql::dependencies_of>("dependencies_of", schema)),
       dependents_of(make<sql::dependents_of>("dependents_of", schema)),
+      join_group(make<sql::join_group>("join_group", schema)),
+      find_group(make<sql::find_group>("find_group", schema)),
+      group_stats(make<sql::group_stats>("group_stats", schema)),
+      list_group(make<sql::list_group>("list_group", schema)),
+      leave_groups(make<sql::leave_groups>("leave_groups", schema)),
+      release_groups(make<sql::release_groups>("release_groups", schema)),
+      rejoin_groups(make<sql::rejoin_groups>("rejoin_groups", schema)),
+      job_group(make<sql::job_group>("job_group", schema)),
       migrations(expand_migrations(schema)) {}
 
 Statement Sql::lease_with_limit(int max_jobs) const {

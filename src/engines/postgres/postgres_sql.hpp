@@ -124,6 +124,14 @@ struct Sql {
   Statement renotify;
   Statement dependencies_of;
   Statement dependents_of;
+  Statement join_group;
+  Statement find_group;
+  Statement group_stats;
+  Statement list_group;
+  Statement leave_groups;
+  Statement release_groups;
+  Statement rejoin_groups;
+  Statement job_group;
 
   // migrations[v - 1] upgrades v - 1 → v; scripts, run by migrate() in its transaction.
   std::vector<std::string> migrations;

@@ -104,7 +104,7 @@ class SqliteEngine final : public Engine {
     std::vector<Enqueued> results;
     results.reserve(jobs.size());
     for (const NewJob& job : jobs) {
-      if (!job.after.empty()) {
+      if (takes_part_in_a_workflow(job)) {
         auto id = insert_dependent(c, now, job);
         if (!id) return fail_with(id.error());
         results.push_back(Enqueued{*id, true});
@@ -171,8 +171,26 @@ class SqliteEngine final : public Engine {
       if (!row) return fail_with(row.error());
       states.push_back(*row ? parse_job_state((*read)->text(0)) : std::nullopt);
     }
-    auto plan = plan_dependent(job.after, states);
+    std::optional<GroupWait> group_wait;
+    if (job.after_group) {
+      using G = sql::find_group;
+      auto find = c.prepare(G::text);
+      if (!find) return fail_with(find.error());
+      (*find)->bind(G::name, std::string_view(*job.after_group));
+      auto row = (*find)->step();
+      if (!row) return fail_with(row.error());
+      if (!*row) return fail_with(no_such_group_error(*job.after_group));
+      group_wait = GroupWait{(*find)->int64(0), (*find)->int64(1) > 0};
+    }
+    auto plan = plan_dependent(job.after, states, group_wait);
     if (!plan) return fail_with(plan.error());
+    if (job.group) {
+      using J = sql::join_group;
+      auto join = c.prepare(J::text);
+      if (!join) return fail_with(join.error());
+      (*join)->bind(J::name, std::string_view(*job.group));
+      if (auto ok = run(**join); !ok) return fail_with(ok.error());
+    }
     using Q = sql::insert_dependent_job;
     auto insert = c.prepare(Q::text);
     if (!insert) return fail_with(insert.error());
@@ -194,6 +212,11 @@ class SqliteEngine final : public Engine {
     s.bind_blob(Q::payload, job.payload);
     s.bind(Q::waiting_for, plan->waiting_for);
     s.bind(Q::delay_us, delay);
+    if (job.group) {
+      s.bind(Q::group_name, std::string_view(*job.group));
+    } else {
+      s.bind_null(Q::group_name);
+    }
     if (plan->state == JobState::kCancelled) {
       s.bind(Q::finished_at, now);
       s.bind(Q::last_error, std::string_view(*plan->last_error));
@@ -346,10 +369,26 @@ class SqliteEngine final : public Engine {
         [&](Connection& c, std::int64_t now) -> Result<std::vector<JobId>> {
           std::vector<JobId> changed;
           for (JobId id : ids) {
+            // Before: whether the job is a member that has told its group of its finish (then
+            // it joins again) or not yet (then the group still counts it).
+            auto before = c.prepare(sql::job_group::text);
+            if (!before) return fail_with(before.error());
+            (*before)->bind(sql::job_group::id, id);
+            auto found = (*before)->step();
+            if (!found) return fail_with(found.error());
+            if (!*found) continue;
+            const bool told = (*before)->int64(0) == 0;
+            const std::optional<std::string> group = (*before)->optional_text(1);
             auto retried = by_id<sql::retry>(c, id, now);
             if (!retried) return fail_with(retried.error());
             if (*retried == 0) continue;
             changed.push_back(id);
+            if (group && told) {
+              auto join = c.prepare(sql::join_group::text);
+              if (!join) return fail_with(join.error());
+              (*join)->bind(sql::join_group::name, std::string_view(*group));
+              if (auto ok = run(**join); !ok) return fail_with(ok.error());
+            }
             // A dependent waits again for what has not succeeded (or runs now).
             auto has = c.prepare(sql::has_dependencies::text);
             if (!has) return fail_with(has.error());
@@ -378,10 +417,11 @@ class SqliteEngine final : public Engine {
           auto row = (*query)->step();
           if (!row) return fail_with(row.error());
           if (!*row) return {};
+          const JobId other = (*query)->int64(0);
           into.push_back(
-              Dependency{(*query)->int64(0),
+              Dependency{other > 0 ? other : 0,
                          (*query)->is_null(1) ? std::nullopt : parse_job_state((*query)->text(1)),
-                         (*query)->int64(2) != 0});
+                         (*query)->int64(2) != 0, (*query)->optional_text(3)});
         }
       };
       if (auto ok = edges(sql::dependencies_of::text, sql::dependencies_of::id, 0, found.after);
@@ -398,6 +438,12 @@ class SqliteEngine final : public Engine {
       (*count)->bind(sql::dependent_count::id, id);
       if (auto row = (*count)->step(); !row) return fail_with(row.error());
       found.dependent_count = (*count)->int64(0);
+      auto own = c.prepare(sql::job_group::text);
+      if (!own) return fail_with(own.error());
+      (*own)->bind(sql::job_group::id, id);
+      auto row = (*own)->step();
+      if (!row) return fail_with(row.error());
+      if (*row) found.group = (*own)->optional_text(1);
       return found;
     });
   }
@@ -412,7 +458,12 @@ class SqliteEngine final : public Engine {
     if (!any) return fail_with(any.error());
     if (!*any) return 0;
     return write<std::int64_t>([&](Connection& c, std::int64_t now) -> Result<std::int64_t> {
-      std::vector<std::pair<JobId, JobState>> finished;
+      struct Finished {
+        JobId id;
+        JobState state;
+        std::optional<std::string> group;
+      };
+      std::vector<Finished> finished;
       {
         using Q = sql::notified_jobs;
         auto query = c.prepare(Q::text);
@@ -422,38 +473,61 @@ class SqliteEngine final : public Engine {
           auto row = (*query)->step();
           if (!row) return fail_with(row.error());
           if (!*row) break;
-          finished.emplace_back((*query)->int64(0),
-                                parse_job_state((*query)->text(1)).value_or(JobState::kSucceeded));
+          finished.push_back({(*query)->int64(0),
+                              parse_job_state((*query)->text(1)).value_or(JobState::kSucceeded),
+                              (*query)->optional_text(2)});
         }
       }
       std::int64_t moved = 0;
       int budget = kResolveChunk;  // dependents told in this round, over all its jobs
-      for (const auto& [id, state] : finished) {
+      for (const Finished& job : finished) {
         if (budget == 0) break;
-        auto told = tell_dependents(c, now, id, state, budget);
+        auto told = tell_dependents(c, now, job.id, job.state, job.group, budget);
         if (!told) return fail_with(told.error());
         budget -= *told;
         moved += *told + 1;
+      }
+      // Groups whose last member finished: the jobs that waited for them are let go.
+      std::vector<std::pair<JobId, JobId>> released;  // (group id, up to job)
+      {
+        using P = sql::pending_groups;
+        auto query = c.prepare(P::text);
+        if (!query) return fail_with(query.error());
+        (*query)->bind(P::limit, kResolveJobs);
+        while (true) {
+          auto row = (*query)->step();
+          if (!row) return fail_with(row.error());
+          if (!*row) break;
+          released.emplace_back((*query)->int64(0), (*query)->int64(1));
+        }
+      }
+      for (const auto& [group_id, upto] : released) {
+        if (budget == 0) break;
+        auto met = meet_edges(c, now, -group_id, upto, budget);
+        if (!met) return fail_with(met.error());
+        budget -= met->first;
+        moved += met->first + 1;
+        if (met->second) {
+          if (auto ok = by_id<sql::group_released>(c, group_id, now); !ok) {
+            return fail_with(ok.error());
+          }
+        }
       }
       return moved;
     });
   }
 
-  // Tells up to `budget` dependents of the finished job `id`, inside the caller's
-  // transaction, and clears its notify once none is left; returns how many it told.
-  static Result<int> tell_dependents(Connection& c, std::int64_t now, JobId id, JobState state,
-                                     int budget) {
-    const bool succeeded = state == JobState::kSucceeded;
-    auto select =
-        c.prepare(succeeded ? sql::unmet_dependents::text : sql::waiting_dependents::text);
+  // Meets up to `budget` unmet edges of `depends_on` (a job that succeeded, or minus a
+  // group whose members all finished) whose dependent's id is at most `upto`, counting each
+  // dependent down; returns how many, and whether none is left.
+  static Result<std::pair<int, bool>> meet_edges(Connection& c, std::int64_t now, JobId depends_on,
+                                                 JobId upto, int budget) {
+    using U = sql::unmet_dependents;
+    auto select = c.prepare(U::text);
     if (!select) return fail_with(select.error());
-    if (succeeded) {
-      (*select)->bind(sql::unmet_dependents::id, id);
-      (*select)->bind(sql::unmet_dependents::limit, budget + 1);
-    } else {
-      (*select)->bind(sql::waiting_dependents::id, id);
-      (*select)->bind(sql::waiting_dependents::limit, budget + 1);
-    }
+    (*select)->bind(U::id, depends_on);
+    (*select)->bind(U::upto, upto);
+    (*select)->bind(U::limit, budget + 1);  // one more: whether any is left
     std::vector<JobId> dependents;
     while (true) {
       auto row = (*select)->step();
@@ -461,21 +535,50 @@ class SqliteEngine final : public Engine {
       if (!*row) break;
       dependents.push_back((*select)->int64(0));
     }
-    // One more than the budget was asked for: whether any is left after this round.
     const bool all = dependents.size() <= static_cast<std::size_t>(budget);
     if (!all) dependents.resize(static_cast<std::size_t>(budget));
-    const std::string error = dependency_failed_error(id, state);
     for (JobId dependent : dependents) {
-      if (succeeded) {
-        using M = sql::meet_dependency;
-        auto meet = c.prepare(M::text);
-        if (!meet) return fail_with(meet.error());
-        (*meet)->bind(M::depends_on, id);
-        (*meet)->bind(M::job_id, dependent);
-        if (auto ok = run(**meet); !ok) return fail_with(ok.error());
-        if (c.changes() == 0) continue;
-        if (auto ok = by_id<sql::count_down>(c, dependent, now); !ok) return fail_with(ok.error());
-      } else {
+      using M = sql::meet_dependency;
+      auto meet = c.prepare(M::text);
+      if (!meet) return fail_with(meet.error());
+      (*meet)->bind(M::depends_on, depends_on);
+      (*meet)->bind(M::job_id, dependent);
+      if (auto ok = run(**meet); !ok) return fail_with(ok.error());
+      if (c.changes() == 0) continue;
+      if (auto ok = by_id<sql::count_down>(c, dependent, now); !ok) return fail_with(ok.error());
+    }
+    return std::pair(static_cast<int>(dependents.size()), all);
+  }
+
+  // Tells up to `budget` dependents of the finished job `id`, inside the caller's
+  // transaction; once none is left, clears its notify and tells its group of its finish (the
+  // last member's lets the jobs waiting for the group go). Returns how many it told.
+  static Result<int> tell_dependents(Connection& c, std::int64_t now, JobId id, JobState state,
+                                     const std::optional<std::string>& group, int budget) {
+    int told = 0;
+    bool all = true;
+    if (state == JobState::kSucceeded) {
+      auto met = meet_edges(c, now, id, std::numeric_limits<JobId>::max(), budget);
+      if (!met) return fail_with(met.error());
+      told = met->first;
+      all = met->second;
+    } else {
+      using W = sql::waiting_dependents;
+      auto select = c.prepare(W::text);
+      if (!select) return fail_with(select.error());
+      (*select)->bind(W::id, id);
+      (*select)->bind(W::limit, budget + 1);  // one more: whether any is left
+      std::vector<JobId> dependents;
+      while (true) {
+        auto row = (*select)->step();
+        if (!row) return fail_with(row.error());
+        if (!*row) break;
+        dependents.push_back((*select)->int64(0));
+      }
+      all = dependents.size() <= static_cast<std::size_t>(budget);
+      if (!all) dependents.resize(static_cast<std::size_t>(budget));
+      const std::string error = dependency_failed_error(id, state);
+      for (JobId dependent : dependents) {
         using X = sql::cancel_dependent;
         auto cancel = c.prepare(X::text);
         if (!cancel) return fail_with(cancel.error());
@@ -484,11 +587,62 @@ class SqliteEngine final : public Engine {
         (*cancel)->bind(X::error, std::string_view(error));
         if (auto ok = run(**cancel); !ok) return fail_with(ok.error());
       }
+      told = static_cast<int>(dependents.size());
     }
-    if (all) {
-      if (auto ok = by_id<sql::told>(c, id, now); !ok) return fail_with(ok.error());
+    if (!all) return told;
+    if (auto ok = by_id<sql::told>(c, id, now); !ok) return fail_with(ok.error());
+    if (group) {
+      static_assert(sql::leave_group::name == sql::release_group::name);
+      for (const char* text : {sql::leave_group::text, sql::release_group::text}) {
+        auto statement = c.prepare(text);
+        if (!statement) return fail_with(statement.error());
+        (*statement)->bind(sql::leave_group::name, std::string_view(*group));
+        if (auto ok = run(**statement); !ok) return fail_with(ok.error());
+      }
     }
-    return static_cast<int>(dependents.size());
+    return told;
+  }
+
+  Result<std::optional<GroupStats>> group_stats(std::string_view group) override {
+    return read<std::optional<GroupStats>>([&](Connection& c) -> Result<std::optional<GroupStats>> {
+      auto row = c.prepare(sql::group_row::text);
+      if (!row) return fail_with(row.error());
+      (*row)->bind(sql::group_row::name, group);
+      auto found = (*row)->step();
+      if (!found) return fail_with(found.error());
+      if (!*found) return std::optional<GroupStats>{};
+      GroupStats stats{.name = std::string(group)};
+      stats.live = (*row)->int64(0);
+      stats.waiters = (*row)->int64(1);
+      auto counts = c.prepare(sql::group_counts::text);
+      if (!counts) return fail_with(counts.error());
+      (*counts)->bind(sql::group_counts::name, group);
+      while (true) {
+        auto next = (*counts)->step();
+        if (!next) return fail_with(next.error());
+        if (!*next) break;
+        add_group_count(stats, (*counts)->text(0), (*counts)->int64(1));
+      }
+      return std::optional<GroupStats>(std::move(stats));
+    });
+  }
+
+  Result<std::vector<Job>> list_group(std::string_view group, JobId after_id, int limit) override {
+    return read<std::vector<Job>>([&](Connection& c) -> Result<std::vector<Job>> {
+      using Q = sql::list_group;
+      auto query = c.prepare(Q::text);
+      if (!query) return fail_with(query.error());
+      (*query)->bind(Q::name, group);
+      (*query)->bind(Q::after_id, after_id);
+      (*query)->bind(Q::limit, limit);
+      std::vector<Job> jobs;
+      while (true) {
+        auto row = (*query)->step();
+        if (!row) return fail_with(row.error());
+        if (!*row) return jobs;
+        jobs.push_back(read_job(**query));
+      }
+    });
   }
 
   Result<std::int64_t> retry_all(std::string_view queue, JobState state) override {

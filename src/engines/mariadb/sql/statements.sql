@@ -231,8 +231,9 @@ UPDATE readpast_jobs SET finished_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS 
 UPDATE readpast_jobs SET attempts = 0, run_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED),
     finished_at = NULL,
     lease_expires_at = NULL,
-    notify = EXISTS (SELECT 1 FROM readpast_dependencies d
-                     WHERE d.depends_on = readpast_jobs.id AND d.met = 0),
+    notify = group_name IS NOT NULL
+             OR EXISTS (SELECT 1 FROM readpast_dependencies d
+                        WHERE d.depends_on = readpast_jobs.id AND d.met = 0),
     state = 'available'
   WHERE id = :id AND (state = 'dead' OR state = 'cancelled');
 
@@ -624,9 +625,10 @@ UPDATE readpast_jobs SET notify = 1
 -- :run_at is the time it may run, decided by the engine on the server's clock (:now).
 INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempts,
                            enqueued_at, unique_key, payload, waiting_for, delay_us,
-                           finished_at, last_error)
+                           finished_at, last_error, group_name, notify)
   VALUES (:queue, :state, :priority, :run_at, 0, :max_attempts, :now, :unique_key, :payload,
-          :waiting_for, :delay_us, :finished_at, :last_error);
+          :waiting_for, :delay_us, :finished_at, :last_error, :group_name,
+          :group_name IS NOT NULL);
 
 -- name: insert_dependency
 INSERT INTO readpast_dependencies (depends_on, job_id, met) VALUES (:depends_on, :job_id, :met);
@@ -639,15 +641,18 @@ SELECT name FROM readpast_locks WHERE name = 'dependencies' FOR UPDATE;
 
 -- name: notified_jobs
 -- Finished jobs with dependents still to tell, along readpast_jobs_notify.
-SELECT id, state FROM readpast_jobs WHERE notify_pending = 1 ORDER BY id LIMIT :limit
-  FOR UPDATE SKIP LOCKED;
+SELECT id, state, group_name FROM readpast_jobs WHERE notify_pending = 1 ORDER BY id
+  LIMIT :limit FOR UPDATE SKIP LOCKED;
 
 -- name: any_notified
 -- A read before resolve_dependencies locks anything: mostly there is nothing to tell.
-SELECT EXISTS (SELECT 1 FROM readpast_jobs WHERE notify_pending = 1);
+SELECT EXISTS (SELECT 1 FROM readpast_jobs WHERE notify_pending = 1)
+    OR EXISTS (SELECT 1 FROM readpast_groups WHERE release_flag = 1);
 
 -- name: unmet_dependents
-SELECT job_id FROM readpast_dependencies WHERE depends_on = :id AND met = 0
+-- Of a job, or (:id minus a group's id) of a group's release, up to the job :upto.
+SELECT job_id FROM readpast_dependencies
+  WHERE depends_on = :id AND met = 0 AND job_id <= :upto
   ORDER BY job_id LIMIT :limit;
 
 -- name: meet_dependency
@@ -703,14 +708,61 @@ UPDATE readpast_jobs SET notify = 1
 
 -- name: dependencies_of
 -- What the job waits for; state is NULL for a job that no longer exists.
-SELECT d.depends_on, j.state, d.met
-  FROM readpast_dependencies d LEFT JOIN readpast_jobs j ON j.id = d.depends_on
-  WHERE d.job_id = :id ORDER BY d.depends_on;
+SELECT d.depends_on, j.state, d.met, g.name
+  FROM readpast_dependencies d
+  LEFT JOIN readpast_jobs j ON j.id = d.depends_on
+  LEFT JOIN readpast_groups g ON g.id = -d.depends_on
+  WHERE d.job_id = :id ORDER BY d.depends_on < 0, ABS(d.depends_on);
 
 -- name: dependents_of
-SELECT d.job_id, j.state, d.met
+SELECT d.job_id, j.state, d.met, NULL
   FROM readpast_dependencies d LEFT JOIN readpast_jobs j ON j.id = d.job_id
   WHERE d.depends_on = :id ORDER BY d.job_id LIMIT :limit;
 
 -- name: dependent_count
 SELECT count(*) FROM readpast_dependencies WHERE depends_on = :id;
+
+-- Groups (docs/workflows.md): readpast_groups counts each group's live members.
+
+-- name: join_group
+INSERT INTO readpast_groups (name, live) VALUES (:name, 1)
+  ON DUPLICATE KEY UPDATE live = live + 1;
+
+-- name: find_group
+-- Locked, so that the group's last member cannot finish unseen before this enqueue commits.
+SELECT id, live FROM readpast_groups WHERE name = :name FOR UPDATE;
+
+-- name: leave_group
+UPDATE readpast_groups SET live = GREATEST(live - 1, 0) WHERE name = :name;
+
+-- name: release_group
+-- The group's last member has finished: the jobs waiting for it now are let go. (Assigned
+-- left to right: release_pending reads the new released_upto.)
+UPDATE readpast_groups SET
+    released_upto = COALESCE((SELECT MAX(job_id) FROM readpast_dependencies
+                              WHERE depends_on = -readpast_groups.id AND met = 0), 0),
+    release_pending = released_upto > 0
+  WHERE name = :name AND live = 0;
+
+-- name: pending_groups
+SELECT id, released_upto FROM readpast_groups WHERE release_flag = 1 ORDER BY id LIMIT :limit
+  FOR UPDATE SKIP LOCKED;
+
+-- name: group_released
+UPDATE readpast_groups SET release_pending = 0 WHERE id = :id;
+
+-- name: job_group
+SELECT notify, group_name FROM readpast_jobs WHERE id = :id;
+
+-- name: group_counts
+SELECT state, COUNT(*) FROM readpast_jobs WHERE group_name = :name GROUP BY state;
+
+-- name: group_row
+SELECT live, (SELECT COUNT(*) FROM readpast_dependencies
+              WHERE depends_on = -readpast_groups.id AND met = 0)
+  FROM readpast_groups WHERE name = :name;
+
+-- name: list_group
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs WHERE group_name = :name AND id > :after_id ORDER BY id LIMIT :limit;

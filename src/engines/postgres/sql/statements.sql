@@ -317,12 +317,20 @@ SELECT c.id FROM cancelled c CROSS JOIN announced;
 -- only the oldest is retried (the rest would collide with it). A job enqueued with that
 -- key by another transaction between this statement's snapshot and its write still
 -- collides: unique_violation → kConflict, and the caller tries again.
+WITH old AS (
+  -- A member that has told its group of its finish (notify false) joins it again.
+  SELECT o.id, o.notify FROM :"schema".jobs o
+  WHERE o.id = ANY(:ids::bigint[]) AND o.state IN ('dead', 'cancelled')
+  FOR UPDATE
+)
 UPDATE :"schema".jobs j
 SET state = 'available', attempts = 0, run_at = statement_timestamp(), finished_at = NULL,
     lease_expires_at = NULL,
-    notify = EXISTS (SELECT 1 FROM :"schema".dependencies d
-                     WHERE d.depends_on = j.id AND NOT d.met)
-WHERE j.id = ANY(:ids::bigint[]) AND j.state IN ('dead', 'cancelled')
+    notify = j.group_name IS NOT NULL
+             OR EXISTS (SELECT 1 FROM :"schema".dependencies d
+                        WHERE d.depends_on = j.id AND NOT d.met)
+FROM old
+WHERE j.id = old.id AND j.id = ANY(:ids::bigint[]) AND j.state IN ('dead', 'cancelled')
   AND (j.unique_key IS NULL
        OR (NOT EXISTS (SELECT 1 FROM :"schema".jobs h
                        WHERE h.queue = j.queue AND h.unique_key = j.unique_key
@@ -330,16 +338,25 @@ WHERE j.id = ANY(:ids::bigint[]) AND j.state IN ('dead', 'cancelled')
            AND j.id = (SELECT min(c.id) FROM :"schema".jobs c
                        WHERE c.id = ANY(:ids::bigint[]) AND c.state IN ('dead', 'cancelled')
                          AND c.queue = j.queue AND c.unique_key = j.unique_key)))
-RETURNING j.id, EXISTS (SELECT 1 FROM :"schema".dependencies d WHERE d.job_id = j.id);
+RETURNING j.id, EXISTS (SELECT 1 FROM :"schema".dependencies d WHERE d.job_id = j.id),
+          CASE WHEN NOT old.notify THEN j.group_name END;
 
 -- name: retry_all
 -- The same as retry, for every job of a queue in one state (dead or cancelled).
+WITH old AS (
+  SELECT o.id, o.notify FROM :"schema".jobs o
+  WHERE o.queue = :queue::text AND o.state = :state::text AND o.state IN ('dead', 'cancelled')
+  FOR UPDATE
+)
 UPDATE :"schema".jobs j
 SET state = 'available', attempts = 0, run_at = statement_timestamp(), finished_at = NULL,
     lease_expires_at = NULL,
-    notify = EXISTS (SELECT 1 FROM :"schema".dependencies d
-                     WHERE d.depends_on = j.id AND NOT d.met)
-WHERE j.queue = :queue::text AND j.state = :state::text AND j.state IN ('dead', 'cancelled')
+    notify = j.group_name IS NOT NULL
+             OR EXISTS (SELECT 1 FROM :"schema".dependencies d
+                        WHERE d.depends_on = j.id AND NOT d.met)
+FROM old
+WHERE j.id = old.id AND j.queue = :queue::text AND j.state = :state::text
+  AND j.state IN ('dead', 'cancelled')
   AND (j.unique_key IS NULL
        OR (NOT EXISTS (SELECT 1 FROM :"schema".jobs h
                        WHERE h.queue = j.queue AND h.unique_key = j.unique_key
@@ -347,7 +364,8 @@ WHERE j.queue = :queue::text AND j.state = :state::text AND j.state IN ('dead', 
            AND j.id = (SELECT min(c.id) FROM :"schema".jobs c
                        WHERE c.queue = :queue::text AND c.state = :state::text
                          AND c.queue = j.queue AND c.unique_key = j.unique_key)))
-RETURNING j.id, EXISTS (SELECT 1 FROM :"schema".dependencies d WHERE d.job_id = j.id);
+RETURNING j.id, EXISTS (SELECT 1 FROM :"schema".dependencies d WHERE d.job_id = j.id),
+          CASE WHEN NOT old.notify THEN j.group_name END;
 
 -- name: purge
 -- One small batch of a purge; walks jobs_finished_idx.
@@ -732,7 +750,7 @@ SELECT j.id, j.state FROM :"schema".jobs j WHERE j.id = ANY(:ids::bigint[]);
 
 -- name: insert_dependent
 INSERT INTO :"schema".jobs (queue, payload, priority, run_at, max_attempts, unique_key, state,
-                          waiting_for, delay_us, finished_at, last_error)
+                          waiting_for, delay_us, finished_at, last_error, group_name, notify)
 VALUES (:queue::text, :payload::bytea, :priority::integer,
         CASE WHEN :state::text = 'available'
              THEN greatest(coalesce(:run_at::timestamptz, statement_timestamp()),
@@ -740,7 +758,7 @@ VALUES (:queue::text, :payload::bytea, :priority::integer,
              ELSE coalesce(:run_at::timestamptz, statement_timestamp()) END,
         :max_attempts::integer, :unique_key::text, :state::text, :waiting_for::integer,
         :delay_us::bigint, CASE WHEN :state::text = 'cancelled' THEN statement_timestamp() END,
-        :last_error::text)
+        :last_error::text, :group_name::text, :group_name::text IS NOT NULL)
 ON CONFLICT (queue, unique_key)
   WHERE unique_key IS NOT NULL AND state IN ('available', 'running', 'waiting')
   DO NOTHING
@@ -770,25 +788,39 @@ SELECT pg_advisory_xact_lock(hashtext(:'channel' || '.dependencies'));
 -- name: any_notified
 -- A read before resolve_dependencies takes its lock: mostly there is nothing to tell.
 SELECT EXISTS (SELECT 1 FROM :"schema".jobs j
-               WHERE j.notify AND j.state IN ('succeeded', 'dead', 'cancelled'));
+               WHERE j.notify AND j.state IN ('succeeded', 'dead', 'cancelled'))
+    OR EXISTS (SELECT 1 FROM :"schema".groups g WHERE g.release_pending);
 
 -- name: resolve_succeeded
--- One round for jobs that succeeded: up to :jobs of them, and up to :limit of their unmet
--- edges in all, become met; each dependent counts down by its edges met here, and the last
--- one makes a waiting dependent available, its delay counted from now (which
+-- One round for jobs that succeeded and for groups whose last member finished: up to :jobs
+-- of each, and up to :limit of their unmet edges in all, become met (a group's only up to the
+-- job it was released for, released_upto); each dependent counts down by its edges met here,
+-- and the last one makes a waiting dependent available, its delay counted from now (which
 -- jobs_notify_available announces). A job none of whose unmet edges is left beyond this
--- round has told them all (notify = false). The finished jobs are locked (SKIP LOCKED) so
--- that a retry of one waits for the round. Returns the jobs and edges it went through.
+-- round has told them all (notify = false); so has a group (release_pending = false). The
+-- finished jobs and groups are locked (SKIP LOCKED) so that a retry waits for the round.
+-- Returns how many jobs, groups and edges it went through, and the groups of the jobs it
+-- finished telling, comma-separated (one per job): those leave their groups (leave_groups).
 WITH done AS (
-  SELECT j.id FROM :"schema".jobs j
+  SELECT j.id AS depends_on, 9223372036854775807::bigint AS upto
+  FROM :"schema".jobs j
   WHERE j.notify AND j.state = 'succeeded'
   ORDER BY j.id
   LIMIT :jobs::integer
   FOR UPDATE SKIP LOCKED
+), groups_done AS (
+  SELECT -g.id AS depends_on, g.released_upto AS upto
+  FROM :"schema".groups g
+  WHERE g.release_pending
+  ORDER BY g.id
+  LIMIT :jobs::integer
+  FOR UPDATE SKIP LOCKED
+), sources AS (
+  SELECT depends_on, upto FROM done UNION ALL SELECT depends_on, upto FROM groups_done
 ), picked AS (
   SELECT d.depends_on, d.job_id
-  FROM :"schema".dependencies d JOIN done ON d.depends_on = done.id
-  WHERE NOT d.met
+  FROM :"schema".dependencies d JOIN sources s ON d.depends_on = s.depends_on
+  WHERE NOT d.met AND d.job_id <= s.upto
   ORDER BY d.depends_on, d.job_id
   LIMIT :limit::integer
 ), edges AS (
@@ -813,21 +845,34 @@ WITH done AS (
 ), told AS (
   UPDATE :"schema".jobs j SET notify = false
   FROM done
-  WHERE j.id = done.id
+  WHERE j.id = done.depends_on
     AND NOT EXISTS (SELECT 1 FROM :"schema".dependencies d
-                    WHERE d.depends_on = done.id AND NOT d.met
+                    WHERE d.depends_on = done.depends_on AND NOT d.met
                       AND NOT EXISTS (SELECT 1 FROM picked p
                                       WHERE p.depends_on = d.depends_on
                                         AND p.job_id = d.job_id))
-  RETURNING j.id
+  RETURNING j.group_name
+), released AS (
+  UPDATE :"schema".groups g SET release_pending = false
+  FROM groups_done gd
+  WHERE g.id = -gd.depends_on
+    AND NOT EXISTS (SELECT 1 FROM :"schema".dependencies d
+                    WHERE d.depends_on = gd.depends_on AND NOT d.met AND d.job_id <= gd.upto
+                      AND NOT EXISTS (SELECT 1 FROM picked p
+                                      WHERE p.depends_on = d.depends_on
+                                        AND p.job_id = d.job_id))
+  RETURNING g.id
 )
-SELECT (SELECT count(*) FROM done) + (SELECT count(*) FROM edges);
+SELECT (SELECT count(*) FROM done) + (SELECT count(*) FROM groups_done)
+         + (SELECT count(*) FROM edges),
+       coalesce((SELECT string_agg(t.group_name, ',') FROM told t
+                 WHERE t.group_name IS NOT NULL), '');
 
 -- name: resolve_failed
 -- The same for jobs that ended dead or cancelled: up to :limit of their waiting dependents
 -- are cancelled, last_error naming the dependency (as dependency_failed_error in
 -- core/dependencies.cpp words it); marked notify themselves, they pass it down the chain in
--- a later round.
+-- a later round. Returns, like resolve_succeeded, the groups of the jobs it finished telling.
 WITH done AS (
   SELECT j.id, j.state FROM :"schema".jobs j
   WHERE j.notify AND j.state IN ('dead', 'cancelled')
@@ -857,9 +902,33 @@ WITH done AS (
                     JOIN :"schema".jobs w ON w.id = d.job_id
                     WHERE d.depends_on = done.id AND NOT d.met AND w.state = 'waiting'
                       AND NOT EXISTS (SELECT 1 FROM picked p WHERE p.job_id = d.job_id))
-  RETURNING j.id
+  RETURNING j.group_name
 )
-SELECT (SELECT count(*) FROM done) + (SELECT count(*) FROM cancelled);
+SELECT (SELECT count(*) FROM done) + (SELECT count(*) FROM cancelled),
+       coalesce((SELECT string_agg(t.group_name, ',') FROM told t
+                 WHERE t.group_name IS NOT NULL), '');
+
+-- name: leave_groups
+-- Members that finished (told by this round, one name per member) leave their groups. The
+-- groups' rows stay locked to the end of the round's transaction: release_groups, the next
+-- statement, sees every job that waited for them (a waiter locks the row before it adds its
+-- edge) and no new one can come in between.
+UPDATE :"schema".groups g SET live = greatest(g.live - t.n, 0)
+FROM (SELECT m.name, count(*) AS n FROM unnest(:names::text[]) AS m(name) GROUP BY m.name) t
+WHERE g.name = t.name;
+
+-- name: release_groups
+-- A group whose last member has finished lets go of the jobs waiting for it now: up to the
+-- highest id among them (resolve_succeeded meets those edges).
+UPDATE :"schema".groups g
+SET release_pending = true, released_upto = greatest(g.released_upto, w.upto)
+FROM (SELECT -d.depends_on AS group_id, max(d.job_id) AS upto
+      FROM :"schema".dependencies d
+      WHERE d.depends_on IN (SELECT -q.id FROM :"schema".groups q
+                             WHERE q.name = ANY(:names::text[]) AND q.live = 0)
+        AND NOT d.met
+      GROUP BY d.depends_on) w
+WHERE g.id = w.group_id;
 
 -- name: rewait
 -- Retried dependents wait again for what has not succeeded, or are available now. Each edge
@@ -885,12 +954,55 @@ WHERE j.id IN (SELECT d.depends_on FROM :"schema".dependencies d
   AND j.state IN ('available', 'running', 'waiting') AND NOT j.notify;
 
 -- name: dependencies_of
--- What the job waits for; state is NULL for a job that no longer exists.
-SELECT d.depends_on, j.state, d.met
-FROM :"schema".dependencies d LEFT JOIN :"schema".jobs j ON j.id = d.depends_on
-WHERE d.job_id = :id::bigint ORDER BY d.depends_on;
+-- What the job waits for; state is NULL for a job that no longer exists, and for a group
+-- (then the last column names it).
+SELECT d.depends_on, j.state, d.met, g.name
+FROM :"schema".dependencies d
+LEFT JOIN :"schema".jobs j ON j.id = d.depends_on
+LEFT JOIN :"schema".groups g ON g.id = -d.depends_on
+WHERE d.job_id = :id::bigint ORDER BY d.depends_on < 0, abs(d.depends_on);
 
 -- name: dependents_of
-SELECT d.job_id, j.state, d.met, count(*) OVER () AS total
+SELECT d.job_id, j.state, d.met, NULL::text, count(*) OVER () AS total
 FROM :"schema".dependencies d LEFT JOIN :"schema".jobs j ON j.id = d.job_id
 WHERE d.depends_on = :id::bigint ORDER BY d.job_id LIMIT :limit::integer;
+
+-- Groups (docs/workflows.md): groups counts each group's live members.
+
+-- name: join_group
+INSERT INTO :"schema".groups AS g (name, live) VALUES (:name::text, 1)
+ON CONFLICT (name) DO UPDATE SET live = g.live + 1;
+
+-- name: find_group
+-- Locked, so that the group's last member cannot finish unseen before this enqueue commits.
+SELECT g.id, g.live FROM :"schema".groups g WHERE g.name = :name::text FOR UPDATE;
+
+-- name: group_stats
+-- The group's live count and waiters, then one row per state of its members (along
+-- jobs_group_idx).
+SELECT 'live', g.live FROM :"schema".groups g WHERE g.name = :name::text
+UNION ALL
+SELECT 'waiters', count(*) FROM :"schema".dependencies d
+WHERE d.depends_on = -(SELECT g.id FROM :"schema".groups g WHERE g.name = :name::text)
+  AND NOT d.met
+UNION ALL
+SELECT j.state, count(*) FROM :"schema".jobs j WHERE j.group_name = :name::text
+GROUP BY j.state;
+
+-- name: list_group
+SELECT j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.lease_token,
+       j.leased_by, j.lease_expires_at, j.enqueued_at, j.started_at, j.finished_at,
+       j.unique_key, j.last_error, j.payload
+FROM :"schema".jobs j
+WHERE j.group_name = :name::text AND j.id > :after_id::bigint
+ORDER BY j.id
+LIMIT :limit::integer;
+
+-- name: rejoin_groups
+-- Retried members that had left their groups join again (one name per member).
+UPDATE :"schema".groups g SET live = g.live + t.n
+FROM (SELECT m.name, count(*) AS n FROM unnest(:names::text[]) AS m(name) GROUP BY m.name) t
+WHERE g.name = t.name;
+
+-- name: job_group
+SELECT j.group_name FROM :"schema".jobs j WHERE j.id = :id::bigint;

@@ -135,8 +135,9 @@ UPDATE readpast_jobs SET state = 'cancelled', finished_at = :now, lease_expires_
 -- wait for (an edge not met) must tell them when it finishes again: notify.
 UPDATE readpast_jobs SET state = 'available', attempts = 0, run_at = :now, finished_at = NULL,
     lease_expires_at = NULL,
-    notify = EXISTS (SELECT 1 FROM readpast_dependencies d
-                     WHERE d.depends_on = readpast_jobs.id AND d.met = 0)
+    notify = group_name IS NOT NULL
+             OR EXISTS (SELECT 1 FROM readpast_dependencies d
+                        WHERE d.depends_on = readpast_jobs.id AND d.met = 0)
   WHERE id = :id AND state IN ('dead', 'cancelled')
     AND NOT (unique_key IS NOT NULL
              AND EXISTS (SELECT 1 FROM readpast_jobs h
@@ -466,9 +467,10 @@ SELECT state FROM readpast_jobs WHERE id = :id;
 -- name: insert_dependent_job
 INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempts,
                            enqueued_at, unique_key, payload, waiting_for, delay_us,
-                           finished_at, last_error)
+                           finished_at, last_error, group_name, notify)
   VALUES (:queue, :state, :priority, :run_at, 0, :max_attempts, :now, :unique_key,
-          :payload, :waiting_for, :delay_us, :finished_at, :last_error);
+          :payload, :waiting_for, :delay_us, :finished_at, :last_error, :group_name,
+          :group_name IS NOT NULL);
 
 -- name: insert_dependency
 INSERT INTO readpast_dependencies (depends_on, job_id, met) VALUES (:depends_on, :job_id, :met);
@@ -480,8 +482,8 @@ UPDATE readpast_jobs SET notify = 1
     AND (state = 'available' OR state = 'running' OR state = 'waiting');
 
 -- name: notified_jobs
--- Finished jobs with dependents still to tell, along readpast_jobs_notify.
-SELECT id, state FROM readpast_jobs
+-- Finished jobs with dependents (or a group) still to tell, along readpast_jobs_notify.
+SELECT id, state, group_name FROM readpast_jobs
   WHERE notify = 1 AND (state = 'succeeded' OR state = 'dead' OR state = 'cancelled')
   ORDER BY id LIMIT :limit;
 
@@ -489,10 +491,13 @@ SELECT id, state FROM readpast_jobs
 -- A read before resolve_dependencies takes the write lock: mostly there is nothing to tell.
 SELECT EXISTS (SELECT 1 FROM readpast_jobs
                WHERE notify = 1
-                 AND (state = 'succeeded' OR state = 'dead' OR state = 'cancelled'));
+                 AND (state = 'succeeded' OR state = 'dead' OR state = 'cancelled'))
+    OR EXISTS (SELECT 1 FROM readpast_groups WHERE release_pending = 1);
 
 -- name: unmet_dependents
-SELECT job_id FROM readpast_dependencies WHERE depends_on = :id AND met = 0
+-- Of a job, or (:id minus a group's id) of a group's release, up to the job :upto.
+SELECT job_id FROM readpast_dependencies
+  WHERE depends_on = :id AND met = 0 AND job_id <= :upto
   ORDER BY job_id LIMIT :limit;
 
 -- name: meet_dependency
@@ -546,15 +551,61 @@ UPDATE readpast_jobs SET notify = 1
     AND (state = 'available' OR state = 'running' OR state = 'waiting');
 
 -- name: dependencies_of
--- What the job waits for; state is NULL for a job that no longer exists.
-SELECT d.depends_on, j.state, d.met
-  FROM readpast_dependencies d LEFT JOIN readpast_jobs j ON j.id = d.depends_on
-  WHERE d.job_id = :id ORDER BY d.depends_on;
+-- What the job waits for; state is NULL for a job that no longer exists, and for a group
+-- (then the last column names it).
+SELECT d.depends_on, j.state, d.met, g.name
+  FROM readpast_dependencies d
+  LEFT JOIN readpast_jobs j ON j.id = d.depends_on
+  LEFT JOIN readpast_groups g ON g.id = -d.depends_on
+  WHERE d.job_id = :id ORDER BY d.depends_on < 0, abs(d.depends_on);
 
 -- name: dependents_of
-SELECT d.job_id, j.state, d.met
+SELECT d.job_id, j.state, d.met, NULL
   FROM readpast_dependencies d LEFT JOIN readpast_jobs j ON j.id = d.job_id
   WHERE d.depends_on = :id ORDER BY d.job_id LIMIT :limit;
 
 -- name: dependent_count
 SELECT count(*) FROM readpast_dependencies WHERE depends_on = :id;
+
+-- Groups (docs/workflows.md): readpast_groups counts each group's live members.
+
+-- name: join_group
+INSERT INTO readpast_groups (name, live) VALUES (:name, 1)
+  ON CONFLICT (name) DO UPDATE SET live = live + 1;
+
+-- name: find_group
+SELECT id, live FROM readpast_groups WHERE name = :name;
+
+-- name: leave_group
+UPDATE readpast_groups SET live = max(live - 1, 0) WHERE name = :name;
+
+-- name: release_group
+-- The group's last member has finished: the jobs waiting for it now are let go.
+UPDATE readpast_groups SET
+    released_upto = coalesce((SELECT max(job_id) FROM readpast_dependencies
+                              WHERE depends_on = -readpast_groups.id AND met = 0), 0),
+    release_pending = EXISTS (SELECT 1 FROM readpast_dependencies
+                              WHERE depends_on = -readpast_groups.id AND met = 0)
+  WHERE name = :name AND live = 0;
+
+-- name: pending_groups
+SELECT id, released_upto FROM readpast_groups WHERE release_pending = 1 ORDER BY id LIMIT :limit;
+
+-- name: group_released
+UPDATE readpast_groups SET release_pending = 0 WHERE id = :id;
+
+-- name: job_group
+SELECT notify, group_name FROM readpast_jobs WHERE id = :id;
+
+-- name: group_counts
+SELECT state, count(*) FROM readpast_jobs WHERE group_name = :name GROUP BY state;
+
+-- name: group_row
+SELECT live, (SELECT count(*) FROM readpast_dependencies
+              WHERE depends_on = -readpast_groups.id AND met = 0)
+  FROM readpast_groups WHERE name = :name;
+
+-- name: list_group
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+  FROM readpast_jobs WHERE group_name = :name AND id > :after_id ORDER BY id LIMIT :limit;

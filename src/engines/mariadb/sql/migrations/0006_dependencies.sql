@@ -8,6 +8,8 @@
 --                   readpast_jobs_notify holds those jobs only and a lease or a settling of
 --                   any other job never writes to it (as finished_state, migration 3).
 --   delay_us        a waiting job's delay, counted from the moment it becomes available.
+--   group_name      the group the job is a member of, NULL for none (readpast_jobs_group:
+--                   NULL for every other job, so a lease or a settling never writes to it).
 -- live_key's new expression rebuilds the table (ALGORITHM=COPY): writers wait until it is
 -- done. Every statement can run again after one failed half-way.
 
@@ -18,7 +20,9 @@ ALTER TABLE readpast_jobs
     CHECK (state IN ('available', 'running', 'succeeded', 'dead', 'cancelled', 'waiting')),
   ADD COLUMN IF NOT EXISTS waiting_for INT NOT NULL DEFAULT 0,
   ADD COLUMN IF NOT EXISTS notify TINYINT NOT NULL DEFAULT 0,
-  ADD COLUMN IF NOT EXISTS delay_us BIGINT NOT NULL DEFAULT 0;
+  ADD COLUMN IF NOT EXISTS delay_us BIGINT NOT NULL DEFAULT 0,
+  ADD COLUMN IF NOT EXISTS group_name VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NULL,
+  ADD INDEX IF NOT EXISTS readpast_jobs_group (group_name, id);
 
 ALTER TABLE readpast_jobs
   MODIFY COLUMN live_key VARBINARY(1024) AS
@@ -122,3 +126,20 @@ BEGIN
     WHERE j.id IN (SELECT a.id FROM JSON_TABLE(p_after, '$[*]' COLUMNS (id BIGINT PATH '$')) a);
   RETURN v_id;
 END;
+
+-- One row per group (docs/workflows.md). live: members not yet finished, counted up by each
+-- member's enqueue (and retry) and down when resolve_dependencies tells of its finish, under
+-- the row's lock, so that exactly one finish takes it to 0 however many end at once. Then
+-- release_pending is set, with released_upto the highest id of a job that waited for the
+-- group at that moment: those are the jobs the release lets go. release_flag is 1 while a
+-- release is pending, else NULL, so that readpast_groups_pending holds those rows only.
+CREATE TABLE IF NOT EXISTS readpast_groups (
+  id              BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  name            VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  live            BIGINT NOT NULL DEFAULT 0,
+  release_pending TINYINT NOT NULL DEFAULT 0,
+  released_upto   BIGINT NOT NULL DEFAULT 0,
+  release_flag    TINYINT AS (IF(release_pending = 1, 1, NULL)) PERSISTENT,
+  UNIQUE KEY readpast_groups_name (name),
+  KEY readpast_groups_pending (release_flag, id)
+) ENGINE = InnoDB;

@@ -1,13 +1,15 @@
--- Migration 7: dependencies (docs/workflows.md). A job enqueued after others waits in the new
--- state 'waiting' until they have all succeeded; it holds its unique key meanwhile, like a
--- live job. Three columns, each added without rewriting the table (a constant default):
+-- Migration 7: dependencies and groups (docs/workflows.md). A job enqueued after others (or
+-- after a group) waits in the new state 'waiting' until they have all succeeded (until every
+-- member of the group has finished); it holds its unique key meanwhile, like a live job. Four
+-- columns, each added without rewriting the table (a constant default, or none):
 --   waiting_for  how many of the job's dependencies have not succeeded yet; the job becomes
 --                available when the last one does (each edge is counted down once).
 --   notify       the job has dependents to tell when it finishes; jobs_notify_idx finds the
 --                finished ones that have not told them yet (resolve_dependencies).
 --   delay_us     a waiting job's delay, counted from the moment it becomes available.
+--   group_name   the group the job is a member of, NULL for none.
 -- Locks: ACCESS EXCLUSIVE on jobs for the ALTERs (catalog changes only, no scan: the CHECK
--- is added NOT VALID, as every existing row satisfies it), then SHARE while the three partial
+-- is added NOT VALID, as every existing row satisfies it), then SHARE while the four partial
 -- indexes are built (a read of the table; writers wait, readers do not). Written once and
 -- never edited after release.
 ALTER TABLE :"schema".jobs
@@ -17,19 +19,23 @@ ALTER TABLE :"schema".jobs
     NOT VALID,
   ADD COLUMN waiting_for integer NOT NULL DEFAULT 0,
   ADD COLUMN notify boolean NOT NULL DEFAULT false,
-  ADD COLUMN delay_us bigint NOT NULL DEFAULT 0;
+  ADD COLUMN delay_us bigint NOT NULL DEFAULT 0,
+  ADD COLUMN group_name text CHECK (group_name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$');
 
 DROP INDEX :"schema".jobs_unique_key_idx;
 CREATE UNIQUE INDEX jobs_unique_key_idx ON :"schema".jobs (queue, unique_key)
   WHERE unique_key IS NOT NULL AND state IN ('available', 'running', 'waiting');
 CREATE INDEX jobs_notify_idx ON :"schema".jobs (id)
   WHERE notify AND state IN ('succeeded', 'dead', 'cancelled');
+-- list and stats of a group's members.
+CREATE INDEX jobs_group_idx ON :"schema".jobs (group_name, id) WHERE group_name IS NOT NULL;
 -- stats and list of waiting jobs (the other states each have theirs).
 CREATE INDEX jobs_waiting_idx ON :"schema".jobs (queue, id) WHERE state = 'waiting';
 
--- One row per edge: job_id waits for depends_on. met: depends_on succeeded while job_id
--- waited (counted down in job_id's waiting_for). The primary key finds a finished job's
--- dependents; dependencies_job_idx what a job waits for.
+-- One row per edge: job_id waits for depends_on, a job's id, or minus a group's id for a job
+-- enqueued after a group. met: depends_on succeeded (the group finished) while job_id waited
+-- (counted down in job_id's waiting_for). The primary key finds a finished job's dependents;
+-- dependencies_job_idx what a job waits for.
 CREATE TABLE :"schema".dependencies (
   depends_on bigint  NOT NULL,
   job_id     bigint  NOT NULL,
@@ -37,6 +43,20 @@ CREATE TABLE :"schema".dependencies (
   PRIMARY KEY (depends_on, job_id)
 );
 CREATE INDEX dependencies_job_idx ON :"schema".dependencies (job_id, depends_on);
+
+-- One row per group (docs/workflows.md). live: members not yet finished, counted up by each
+-- member's enqueue (and retry) and down when resolve_dependencies tells of its finish, under
+-- the row's lock, so that exactly one finish takes it to 0 however many end at once. Then
+-- release_pending is set, with released_upto the highest id of a job that waited for the
+-- group at that moment: those are the jobs the release lets go.
+CREATE TABLE :"schema".groups (
+  id              bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  name            text    NOT NULL UNIQUE,
+  live            bigint  NOT NULL DEFAULT 0,
+  release_pending boolean NOT NULL DEFAULT false,
+  released_upto   bigint  NOT NULL DEFAULT 0
+);
+CREATE INDEX groups_pending_idx ON :"schema".groups (id) WHERE release_pending;
 
 -- The SQL interface (docs/sql.md): enqueue's unique key is held by waiting jobs too (the
 -- index above), so the holder it hands back may be waiting.
