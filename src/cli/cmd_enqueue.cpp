@@ -34,6 +34,8 @@ struct EnqueueArgs {
   int max_attempts = kDefaultMaxAttempts;
   std::optional<std::string> unique_key;
   std::vector<JobId> after;
+  std::optional<std::string> group;
+  std::optional<std::string> after_group;
   bool lines = false;
   bool stream = false;
 };
@@ -68,6 +70,18 @@ CliResult<NewJob> job_template(const EnqueueArgs& args) {
     if (id < 1) return fail_cli(usage_error(fmt::format("--after: {} is not a job id", id)));
   }
   job.after = args.after;
+  for (const auto& [flag, name] :
+       {std::pair{"--group", &args.group}, std::pair{"--after-group", &args.after_group}}) {
+    if (!*name) continue;
+    if (auto ok = validate_group_name(**name); !ok) {
+      return fail_cli(usage_error(std::string(flag) + ": " + ok.error().message));
+    }
+  }
+  if (args.group && args.after_group && *args.group == *args.after_group) {
+    return fail_cli(usage_error("--after-group: a job cannot wait for its own group"));
+  }
+  job.group = args.group;
+  job.after_group = args.after_group;
   if (args.lines && args.payload) {
     return fail_cli(usage_error("--lines reads the payloads from stdin; give no PAYLOAD"));
   }
@@ -243,6 +257,13 @@ Command add_enqueue_command(CLI::App& parent) {
                   "--delay counts from the moment it becomes available")
       ->type_name("ID")
       ->allow_extra_args(false);
+  app->add_option("--group", args->group,
+                  "Make the job a member of group NAME (a batch: see --after-group)")
+      ->type_name("NAME");
+  app->add_option("--after-group", args->after_group,
+                  "Wait until no member of group NAME is waiting, available or running (every "
+                  "member finished, whatever its outcome): a batch's callback")
+      ->type_name("NAME");
   app->add_flag("--lines", args->lines, "One payload per line of stdin; empty lines are skipped");
   app->add_flag("--stream", args->stream,
                 "With --lines: send batches as lines arrive instead of after the end of input");

@@ -28,8 +28,28 @@ struct ListArgs {
   bool newest_first = false;
   std::optional<std::string> view;
   std::optional<std::string> search;
+  std::optional<std::string> group;
   bool json = false;
 };
+
+// The members of the group that are in the queue, in id order after `after`, at most
+// `limit`: Queue::list_group pages through the whole group (every queue) to find them.
+Result<std::vector<Job>> group_members(Queue& queue, const std::string& group,
+                                       const std::string& queue_name, JobId after, int limit) {
+  std::vector<Job> found;
+  while (static_cast<int>(found.size()) < limit) {
+    auto page = queue.list_group(group, after, 1000);
+    if (!page) return fail_with(page.error());
+    for (auto& job : *page) {
+      if (job.queue == queue_name && static_cast<int>(found.size()) < limit) {
+        found.push_back(std::move(job));
+      }
+    }
+    if (page->size() < 1000) break;
+    after = page->back().id;
+  }
+  return found;
+}
 
 CliStatus list(Session& session, const ListArgs& args) {
   if (auto ok = check_queue_name(args.queue); !ok) return ok;
@@ -68,9 +88,19 @@ CliStatus list(Session& session, const ListArgs& args) {
     }
     request.search = *args.search;
   }
+  if (args.group) {
+    if (args.state || args.view || args.search || args.before || args.newest_first) {
+      return fail_cli(usage_error("--group goes with --after, --limit and --json only"));
+    }
+    if (auto ok = validate_group_name(*args.group); !ok) {
+      return fail_cli(usage_error("--group: " + ok.error().message));
+    }
+  }
   auto queue = session.open_to_read();
   if (!queue) return fail_cli(queue.error());
-  auto jobs = queue->list(request);
+  auto jobs = args.group ? group_members(*queue, *args.group, args.queue, args.after.value_or(0),
+                                         args.limit)
+                         : queue->list(request);
   if (!jobs) return fail_cli(failure(jobs.error()));
 
   if (args.json) {
@@ -129,6 +159,9 @@ Command add_list_command(CLI::App& parent) {
   app->add_option("--view", args->view,
                   "Only scheduled or retrying (available) jobs, or expired (running) ones")
       ->type_name("VIEW");
+  app->add_option("--group", args->group,
+                  "Only the members of group NAME (enqueue --group), in id order")
+      ->type_name("NAME");
   app->add_option("--search", args->search,
                   "Only jobs whose payload, worker, unique key or last error contains TEXT "
                   "(ASCII letters in any case; no wildcards)")

@@ -20,6 +20,7 @@ namespace {
 
 struct StatsArgs {
   std::optional<std::string> queue;
+  std::optional<std::string> group;
   bool json = false;
   bool watch = false;
   std::string interval = "1s";
@@ -137,6 +138,38 @@ CliStatus watch(Session& session, const StatsArgs& args) {
   return {};
 }
 
+// stats --group NAME: the members of one group by state, and the jobs waiting for it.
+CliStatus group_stats(Session& session, const StatsArgs& args) {
+  if (args.queue || args.watch) {
+    return fail_cli(usage_error("--group goes without QUEUE and --watch"));
+  }
+  if (auto ok = validate_group_name(*args.group); !ok) {
+    return fail_cli(usage_error("--group: " + ok.error().message));
+  }
+  auto queue = session.open_to_read();
+  if (!queue) return fail_cli(queue.error());
+  auto stats = queue->group_stats(*args.group);
+  if (!stats) return fail_cli(failure(stats.error()));
+  if (args.json) {
+    session.console().write_stdout(json::dump_json(json::group_stats_to_json(*stats)));
+    return {};
+  }
+  Table table({{"GROUP"},
+               {"WAITING", Align::kRight},
+               {"AVAILABLE", Align::kRight},
+               {"RUNNING", Align::kRight},
+               {"SUCCEEDED", Align::kRight},
+               {"DEAD", Align::kRight},
+               {"CANCELLED", Align::kRight},
+               {"CALLBACKS WAITING", Align::kRight}});
+  table.add_row({stats->name, std::to_string(stats->waiting), std::to_string(stats->available),
+                 std::to_string(stats->running), std::to_string(stats->succeeded),
+                 std::to_string(stats->dead), std::to_string(stats->cancelled),
+                 std::to_string(stats->waiters)});
+  session.console().write_stdout(table.render());
+  return {};
+}
+
 CliStatus stats(Session& session, const StatsArgs& args) {
   if (args.queue) {
     if (auto ok = check_queue_name(*args.queue); !ok) return ok;
@@ -144,6 +177,7 @@ CliStatus stats(Session& session, const StatsArgs& args) {
   if (args.watch && args.json)
     return fail_cli(usage_error("--watch and --json do not go together"));
   if (args.count && !args.watch) return fail_cli(usage_error("--count needs --watch"));
+  if (args.group) return group_stats(session, args);
   if (args.watch) return watch(session, args);
   auto queue = session.open_to_read();
   if (!queue) return fail_cli(queue.error());
@@ -195,6 +229,11 @@ Command add_stats_command(CLI::App& parent) {
   app->add_flag("--json", args->json,
                 "Print {\"queues\": {NAME: {available, scheduled, running, expired, succeeded, "
                 "dead, cancelled, waiting, oldest_available_age_s, paused}}}");
+  app->add_option("--group", args->group,
+                  "Count the members of group NAME per state instead, and the jobs enqueued "
+                  "--after-group NAME that still wait (--json: {\"groups\": {NAME: {waiting, "
+                  "available, running, succeeded, dead, cancelled, live, waiters}}})")
+      ->type_name("NAME");
   app->add_flag("--watch", args->watch, "Refresh a live table with rates until Ctrl-C");
   app->add_option("--interval", args->interval, "With --watch: how often (default: 1s)")
       ->type_name("DUR");

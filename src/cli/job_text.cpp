@@ -81,6 +81,10 @@ std::string edges_text(const std::vector<Dependency>& edges) {
   std::string out;
   for (const Dependency& edge : edges) {
     if (!out.empty()) out += ", ";
+    if (edge.group) {
+      out += fmt::format("group {}{}", *edge.group, edge.met ? " (finished)" : "");
+      continue;
+    }
     out += fmt::format("{} ({}{})", edge.id,
                        edge.state ? to_string(*edge.state) : std::string_view("purged"),
                        edge.met ? ", met" : "");
@@ -117,6 +121,7 @@ std::string job_details(const Job& job, TimePoint now, const Dependencies& depen
   field("finished_at", optional_time(job.finished_at));
   field("unique_key", optional_text(job.unique_key));
   field("last_error", optional_text(job.last_error));
+  if (dependencies.group) field("group", *dependencies.group);
   if (!dependencies.after.empty()) field("waits for", edges_text(dependencies.after));
   if (dependencies.dependent_count > 0) {
     const auto listed = static_cast<std::int64_t>(dependencies.dependents.size());

@@ -109,6 +109,10 @@ nlohmann::ordered_json dependencies_to_json(const Dependencies& dependencies) {
   auto edges = [](const std::vector<Dependency>& list) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (const Dependency& edge : list) {
+      if (edge.group) {
+        out.push_back({{"group", *edge.group}, {"met", edge.met}});
+        continue;
+      }
       out.push_back({{"id", edge.id},
                      {"state", edge.state ? nlohmann::ordered_json(to_string(*edge.state))
                                           : nlohmann::ordered_json(nullptr)},
@@ -116,9 +120,19 @@ nlohmann::ordered_json dependencies_to_json(const Dependencies& dependencies) {
     }
     return out;
   };
-  return {{"after", edges(dependencies.after)},
+  return {{"group", dependencies.group ? nlohmann::ordered_json(*dependencies.group)
+                                       : nlohmann::ordered_json(nullptr)},
+          {"after", edges(dependencies.after)},
           {"dependents", edges(dependencies.dependents)},
           {"dependent_count", dependencies.dependent_count}};
+}
+
+nlohmann::ordered_json group_stats_to_json(const GroupStats& s) {
+  nlohmann::ordered_json group = {{"waiting", s.waiting}, {"available", s.available},
+                                  {"running", s.running}, {"succeeded", s.succeeded},
+                                  {"dead", s.dead},       {"cancelled", s.cancelled},
+                                  {"live", s.live},       {"waiters", s.waiters}};
+  return {{"groups", {{s.name, group}}}};
 }
 
 nlohmann::ordered_json queue_stats_to_json(const QueueStats& s) {

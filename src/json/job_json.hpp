@@ -22,6 +22,9 @@ nlohmann::ordered_json job_to_json(const Job& job);
 // {"after": [{"id", "state" (null when purged), "met"}], "dependents": [...],
 // "dependent_count": n}: what a job waits for and what waits for it.
 nlohmann::ordered_json dependencies_to_json(const Dependencies& dependencies);
+// {"groups": {NAME: {"waiting", "available", "running", "succeeded", "dead", "cancelled",
+// "live", "waiters"}}}: one group's members by state and the jobs waiting for it.
+nlohmann::ordered_json group_stats_to_json(const GroupStats& stats);
 
 // One queue's counts: {"available": n, "scheduled": n, "running": n, "succeeded": n,
 // "dead": n, "cancelled": n, "oldest_available_age_s": x, "paused": bool}

@@ -55,7 +55,7 @@ Result<LeaseToken> fence(const JsonBody& body, std::initializer_list<std::string
 
 Result<NewJob> read_new_job(const JsonBody& body, const std::string& queue) {
   if (auto ok = body.only({"payload", "payload_base64", "priority", "delay", "run_at",
-                           "max_attempts", "unique_key", "after"});
+                           "max_attempts", "unique_key", "after", "group", "after_group"});
       !ok) {
     return fail_with(ok.error());
   }
@@ -82,6 +82,12 @@ Result<NewJob> read_new_job(const JsonBody& body, const std::string& queue) {
   auto unique_key = body.text("unique_key");
   if (!unique_key) return fail_with(unique_key.error());
   job.unique_key = std::move(*unique_key);
+  for (auto [field, into] :
+       {std::pair{"group", &job.group}, std::pair{"after_group", &job.after_group}}) {
+    auto name = body.text(field);
+    if (!name) return fail_with(name.error());
+    *into = std::move(*name);
+  }
   if (const auto* after = body.find("after")) {
     auto ids = positive_ids(*after, "after", kMaxDependencies);
     if (!ids) return fail_with(ids.error());

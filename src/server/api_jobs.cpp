@@ -168,6 +168,23 @@ Result<HttpResponse> many(Queue& queue, const HttpRequest& request, Bulk action)
   return json_response(200, {{key, *changed}, {"unchanged", unchanged}});
 }
 
+// GET /api/groups/NAME: the group's members by state, the jobs waiting for it, and its first
+// members (up to 100, in id order).
+Result<HttpResponse> group(Queue& queue, const HttpRequest& request) {
+  const std::string name(request.param("name"));
+  auto stats = queue.group_stats(name);
+  if (!stats) return fail_with(stats.error());
+  auto members = queue.list_group(name, 0, 100);
+  if (!members) return fail_with(members.error());
+  auto object = json::group_stats_to_json(*stats)["groups"][name];
+  nlohmann::ordered_json jobs = nlohmann::ordered_json::array();
+  for (const Job& job : *members) jobs.push_back(json::job_to_json(job));
+  nlohmann::ordered_json out = {{"group", name}};
+  out.update(object);
+  out["members"] = std::move(jobs);
+  return json_response(200, out);
+}
+
 }  // namespace
 
 void add_job_routes(Router& router, Queue& queue) {
@@ -176,6 +193,7 @@ void add_job_routes(Router& router, Queue& queue) {
   };
   router.add("GET", "/api/jobs", bind(list));
   router.add("GET", "/api/jobs/{id}", bind(get));
+  router.add("GET", "/api/groups/{name}", bind(group));
   router.add("POST", "/api/jobs/{id}/retry", bind(retry));
   router.add("POST", "/api/jobs/{id}/cancel", bind(cancel));
   router.add("POST", "/api/jobs/retry",

@@ -376,6 +376,13 @@ test('waiting jobs have a tab and a card, and a job page shows its dependencies 
   await page.goto(`${base}/jobs?state=waiting`);
   await eventually(() => page.locator(`[data-job="${second}"]`).count(), (n) => n === 1,
                    'the waiting tab');
+  // A group's totals on a member's page.
+  const member = Number((await readpast(['enqueue', 'flow-c', 'm', '--group', 'batch-7'])).trim());
+  await readpast(['enqueue', 'flow-c', 'cb', '--after-group', 'batch-7']);
+  await page.goto(`${base}/jobs/${member}`);
+  await eventually(() => page.locator('#group-totals').innerText(),
+                   (t) => /batch-7/.test(t) && /1 available/.test(t) && /1 waiting for it/.test(t),
+                   'the group totals');
   // The first job runs: the second is told and becomes available, its edge met.
   await readpast(['work', 'flow-a', '--exec', 'true', '--drain']);
   await page.goto(`${base}/jobs/${second}`);

@@ -9,8 +9,9 @@ namespace {
 TEST_F(CliTest, AfterMakesAJobWaitUntilItsDependenciesSucceed) {
   auto first = enqueue("build", "compile");
   auto second = enqueue("build", "link");
-  auto deploy = enqueue("deploy", "ship", {"--after", std::to_string(first), "--after",
-                                           std::to_string(second), "--delay", "0s"});
+  auto deploy = enqueue(
+      "deploy", "ship",
+      {"--after", std::to_string(first), "--after", std::to_string(second), "--delay", "0s"});
   auto job = show(deploy);
   EXPECT_EQ(job["state"], "waiting");
   ASSERT_EQ(job["after"].size(), 2u);
@@ -87,6 +88,51 @@ TEST_F(CliTest, BadDependenciesAreRefusedWithOneLineAndNothingEnqueued) {
   EXPECT_NE(held.err.find("unique key"), std::string::npos) << held.err;
   EXPECT_EQ(stats("q")["available"], 2);
   EXPECT_EQ(stats("q")["waiting"], 0);
+}
+
+TEST_F(CliTest, AGroupCallbackRunsOnceEveryMemberFinished) {
+  auto first = enqueue("mail", "a", {"--group", "newsletter"});
+  auto second = enqueue("mail", "b", {"--group", "newsletter", "--max-attempts", "1"});
+  auto report = enqueue("reports", "sum up", {"--after-group", "newsletter"});
+  EXPECT_EQ(show(report)["state"], "waiting");
+  EXPECT_EQ(show(report)["after"][0]["group"], "newsletter");
+  EXPECT_EQ(show(first)["group"], "newsletter");
+  auto members = rp({"list", "mail", "--group", "newsletter", "--json"});
+  ASSERT_EQ(members.exit_code, 0) << members.err;
+  EXPECT_EQ(nlohmann::json::parse(members.out).size(), 2u);
+  auto counts = rp({"stats", "--group", "newsletter", "--json"});
+  ASSERT_EQ(counts.exit_code, 0) << counts.err;
+  auto group = nlohmann::json::parse(counts.out)["groups"]["newsletter"];
+  EXPECT_EQ(group["available"], 2);
+  EXPECT_EQ(group["waiters"], 1);
+  // One member succeeds, the other dies: the callback runs all the same.
+  drain("mail", "test \"$(cat)\" = a");
+  EXPECT_EQ(show(second)["state"], "dead");
+  EXPECT_EQ(show(report)["state"], "available");
+  auto table = rp({"stats", "--group", "newsletter"});
+  EXPECT_NE(table.out.find("CALLBACKS WAITING"), std::string::npos) << table.out;
+}
+
+TEST_F(CliTest, BadGroupsAreRefusedWithOneLine) {
+  enqueue("q", "x", {"--group", "g"});
+  struct Case {
+    std::vector<std::string> args;
+    int exit_code;
+  };
+  const std::vector<Case> cases = {
+      {{"enqueue", "q", "y", "--after-group", "no-such-group"}, 1},
+      {{"enqueue", "q", "y", "--group", "bad name"}, 2},
+      {{"enqueue", "q", "y", "--group", "g", "--after-group", "g"}, 2},
+      {{"stats", "--group", "no-such-group"}, 1},
+      {{"stats", "q", "--group", "g"}, 2},
+      {{"list", "q", "--group", "g", "--state", "dead"}, 2},
+  };
+  for (const auto& c : cases) {
+    auto r = rp(c.args);
+    EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
+    EXPECT_TRUE(is_one_line_reason(r.err));
+  }
+  EXPECT_EQ(stats("q")["available"], 1);
 }
 
 }  // namespace

@@ -619,10 +619,12 @@ function jobPage(main, id) {
   const payload = el('pre', {class: 'text', id: 'payload'});
   const payloadNote = el('span', {class: 'muted'});
   const waitsFor = el('ul', {class: 'edges', id: 'waits-for'});
+  const groupTotals = el('span', {id: 'group-totals'}, '–');
   const waitedForBy = el('ul', {class: 'edges', id: 'waited-for-by'});
   const dependencyPanel = el('section', {class: 'panel', id: 'dependencies-panel'},
       el('div', {class: 'panel-head'}, el('h2', {}, 'Dependencies')),
-      el('dl', {class: 'facts'}, el('dt', {}, 'waits for'), el('dd', {}, waitsFor),
+      el('dl', {class: 'facts'}, el('dt', {}, 'group'), el('dd', {}, groupTotals),
+         el('dt', {}, 'waits for'), el('dd', {}, waitsFor),
          el('dt', {}, 'waited for by'), el('dd', {}, waitedForBy)));
   main.replaceChildren(
       el('section', {class: 'panel'}, head, actions, facts),
@@ -655,7 +657,19 @@ function jobPage(main, id) {
         ...fact('unique key', job.unique_key || '–'));
     renderEdges(waitsFor, job.after || [], 0);
     renderEdges(waitedForBy, job.dependents || [], job.dependent_count || 0);
-    dependencyPanel.hidden = !(job.after || []).length && !job.dependent_count;
+    if (job.group) {
+      const g = await api('GET', '/api/groups/' + encodeURIComponent(job.group));
+      groupTotals.replaceChildren(el('strong', {}, g.group), ' ',
+          ...['waiting', 'available', 'running', 'succeeded', 'dead', 'cancelled']
+              .filter((state) => g[state] > 0)
+              .map((state) => el('span', {class: 'muted', 'data-group-count': state},
+                                 ` · ${count(g[state])} ${state}`)),
+          g.waiters > 0 ? el('span', {class: 'muted'}, ` · ${count(g.waiters)} waiting for it`)
+                        : '');
+    } else {
+      groupTotals.replaceChildren('–');
+    }
+    dependencyPanel.hidden = !(job.after || []).length && !job.dependent_count && !job.group;
     error.textContent = job.last_error || '';
     document.getElementById('error-panel').hidden = !job.last_error;
     const shown = formatPayload(job);
@@ -672,10 +686,13 @@ function jobPage(main, id) {
 // Links to the jobs at the other end of a job's dependencies, each with its state (and
 // "met" once it succeeded while the job waited); `total` says how many there are in all.
 function renderEdges(list, edges, total) {
-  const items = edges.map((edge) => el('li', {'data-edge': edge.id},
-      el('a', {href: '/jobs/' + edge.id}, String(edge.id)), ' ',
-      edge.state ? stateBadge(edge.state) : el('span', {class: 'muted'}, 'purged'),
-      edge.met ? el('span', {class: 'muted'}, ' met') : ''));
+  const items = edges.map((edge) => edge.group
+      ? el('li', {'data-edge-group': edge.group}, 'group ' + edge.group,
+           el('span', {class: 'muted'}, edge.met ? ' finished' : ' running'))
+      : el('li', {'data-edge': edge.id},
+           el('a', {href: '/jobs/' + edge.id}, String(edge.id)), ' ',
+           edge.state ? stateBadge(edge.state) : el('span', {class: 'muted'}, 'purged'),
+           edge.met ? el('span', {class: 'muted'}, ' met') : ''));
   if (items.length === 0) items.push(el('li', {class: 'muted'}, '–'));
   if (total > edges.length) {
     items.push(el('li', {class: 'muted'}, `and ${count(total - edges.length)} more`));
