@@ -216,7 +216,7 @@ TEST(MariadbSql, TwoSqlWorkersNeverTakeOneJob) {
   }
 }
 
-// readpast_enqueue_after (migration 6, docs/mariadb.md): the engines' rules of dependencies.
+// readpast_enqueue_after (migration 8, docs/mariadb.md): the engines' rules of dependencies.
 TEST(MariadbSql, EnqueueAfterWaitsForItsDependenciesAndRefusesBadOnes) {
   Fixture f;
   Sql sql(f.database);

@@ -177,11 +177,11 @@ TEST_F(SchemaTest, ASchedulesLastJobIsRecordedAfterAnUpgradeFrom5) {
   EXPECT_EQ(must(queue.enqueue(plain)).id, enqueued[0].id + 1);
 }
 
-// Migration 7 (dependencies) upgrades a schema-6 database with jobs in flight: a running job
+// Migration 9 (dependencies) upgrades a schema-8 database with jobs in flight: a running job
 // is completed with the token it was leased with, a held unique key stays held, and a job can
 // then wait for either.
 TEST_F(SchemaTest, JobsInFlightSurviveTheUpgradeToDependencies) {
-  constexpr int kBeforeDependencies = 6;
+  constexpr int kBeforeDependencies = 8;
   const auto schema = must(detail::pg::SchemaName::parse("readpast"));
   const detail::pg::Sql statements(schema);
   {
@@ -232,7 +232,7 @@ TEST_F(SchemaTest, TheStorageSettingsAreInPlace) {
   EXPECT_NE(reloptions.find("fillfactor=80"), std::string::npos) << reloptions;
   EXPECT_NE(reloptions.find("autovacuum_vacuum_scale_factor=0.01"), std::string::npos)
       << reloptions;
-  // The primary key, lease, due, expiry, unique key and finished indexes, and since migration 7
+  // The primary key, lease, due, expiry, unique key and finished indexes, and since migration 9
   // the two of dependencies (notify, waiting).
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_indexes WHERE schemaname = 'readpast' "
                       "AND tablename = 'jobs'"),

@@ -265,7 +265,7 @@ TEST_F(SqlFunctionsTest, TheSqlLeaseFindsItsRowsByPrimaryKeyNotByScanningTheTabl
   EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.jobs WHERE state = 'running'"), "500");
 }
 
-// enqueue_after (migration 7, docs/sql.md): the engines' rules of dependencies in SQL.
+// enqueue_after (migration 9, docs/sql.md): the engines' rules of dependencies in SQL.
 TEST_F(SqlFunctionsTest, EnqueueAfterWaitsForItsDependenciesAndRefusesBadOnes) {
   auto db = sql();
   Queue queue = open();

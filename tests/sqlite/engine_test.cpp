@@ -249,7 +249,7 @@ TEST_F(SqliteEngineTest, UpgradingFromVersion2KeepsEveryJobAndNeverReusesAnId) {
                           "VALUES ('no good', 0, 0)"),
                std::runtime_error)
       << "the queue-name trigger was not recreated";
-  // lease, expiry, unique, finished, queue_state, and since migration 7 notify.
+  // lease, expiry, unique, finished, queue_state, and since migration 9 notify.
   EXPECT_EQ(raw.scalar("SELECT count(*) FROM sqlite_master WHERE tbl_name = 'readpast_jobs' "
                        "AND type = 'index' AND sql IS NOT NULL"),
             "6");
@@ -411,10 +411,10 @@ TEST_F(SqliteEngineTest, ASchedulesLastJobIsRecordedAfterAnUpgradeFrom5) {
   EXPECT_EQ(*schedules->front().last_job, enqueued->front().id);
 }
 
-// Migration 7 (dependencies) rebuilds the jobs table: every row, a running job's lease and a
+// Migration 9 (dependencies) rebuilds the jobs table: every row, a running job's lease and a
 // held unique key survive it, ids are never reused, and a job can then wait for the others.
 TEST_F(SqliteEngineTest, JobsInFlightSurviveTheUpgradeToDependencies) {
-  ASSERT_NO_FATAL_FAILURE(create_as_release(6));
+  ASSERT_NO_FATAL_FAILURE(create_as_release(8));
   {
     RawDb raw(path());
     raw.scalar(

@@ -1,4 +1,4 @@
--- 6: dependencies (docs/workflows.md). A job enqueued after others waits in the new state
+-- 8: dependencies (docs/workflows.md). A job enqueued after others waits in the new state
 -- 'waiting' until they have all succeeded; it holds its unique key meanwhile, like a live
 -- job (live_key). New columns:
 --   waiting_for     how many of the job's dependencies have not succeeded yet; the job

@@ -1,4 +1,4 @@
--- Migration 7: dependencies and groups (docs/workflows.md). A job enqueued after others (or
+-- Migration 9: dependencies and groups (docs/workflows.md). A job enqueued after others (or
 -- after a group) waits in the new state 'waiting' until they have all succeeded (until every
 -- member of the group has finished); it holds its unique key meanwhile, like a live job. Four
 -- columns, each added without rewriting the table (a constant default, or none):

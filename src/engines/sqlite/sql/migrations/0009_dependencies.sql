@@ -1,4 +1,4 @@
--- 7: dependencies and groups (docs/workflows.md). A job enqueued after others (or after a
+-- 9: dependencies and groups (docs/workflows.md). A job enqueued after others (or after a
 -- group) waits in the new state 'waiting' until they have all succeeded (until every member of
 -- the group has finished). The jobs table is rebuilt, as in migration 3, because SQLite cannot
 -- alter a CHECK; four columns come with it:
