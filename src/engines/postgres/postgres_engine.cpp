@@ -316,6 +316,23 @@ class PostgresEngine final : public Engine {
         ref_params<pg::sql::release>(refs).int8(pg::sql::release::delay_us, delay.count()));
   }
 
+  Result<bool> progress(const LeasedRef& ref, std::string_view json) override {
+    using S = pg::sql::set_progress;
+    auto rows = exec(sql_.set_progress, Params(S::param_count)
+                                            .int8(S::id, ref.id)
+                                            .set(S::token, pg::encode_uuid(ref.token))
+                                            .text(S::progress, json));
+    if (!rows) return fail_with(rows.error());
+    return rows->affected() == 1;
+  }
+
+  Result<std::int64_t> forget_closed_windows(int limit) override {
+    using S = pg::sql::forget_closed_windows;
+    auto rows = exec(sql_.forget_closed_windows, Params(S::param_count).int4(S::limit, limit));
+    if (!rows) return fail_with(rows.error());
+    return rows->affected();
+  }
+
   Result<bool> wait_for_work(std::string_view queue, Duration timeout) override {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     // Listen first, then look: a job that becomes available after the look is announced.
@@ -474,7 +491,17 @@ class PostgresEngine final : public Engine {
     auto rows = (*c)->exec(sql_.get, Params(pg::sql::get::param_count).int8(pg::sql::get::id, id));
     if (!rows) return fail_with(rows.error());
     if (rows->size() == 0) return std::optional<Job>{};
-    return std::optional<Job>(pg::read_job(*rows, 0));
+    Job job = pg::read_job(*rows, 0);
+    job.progress = rows->optional_text(0, 16);
+    auto errors =
+        (*c)->exec(sql_.job_errors,
+                   Params(pg::sql::job_errors::param_count).int8(pg::sql::job_errors::id, id));
+    if (!errors) return fail_with(errors.error());
+    for (int r = 0; r < errors->size(); ++r) {
+      job.errors.push_back(JobError{errors->int4(r, 0), errors->timestamptz(r, 1),
+                                    errors->optional_text(r, 2), errors->text(r, 3)});
+    }
+    return std::optional<Job>(std::move(job));
   }
 
   Result<std::vector<FinishedCounts>> finished_since(

@@ -109,6 +109,13 @@ struct Sql {
   Statement upsert_worker;
   Statement delete_worker;
   Statement list_workers;
+  Statement set_progress;
+  Statement job_errors;
+  Statement find_unique_windows;
+  Statement claim_unique_window;
+  Statement window_holder;
+  Statement set_window_job;
+  Statement forget_closed_windows;
 
   // migrations[v - 1] upgrades v - 1 → v; scripts, run by migrate() in its transaction.
   std::vector<std::string> migrations;
