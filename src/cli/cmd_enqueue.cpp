@@ -33,6 +33,7 @@ struct EnqueueArgs {
   std::optional<std::string> run_at;
   int max_attempts = kDefaultMaxAttempts;
   std::optional<std::string> unique_key;
+  std::optional<std::string> unique_for;
   bool lines = false;
   bool stream = false;
 };
@@ -63,6 +64,12 @@ CliResult<NewJob> job_template(const EnqueueArgs& args) {
     if (args.unique_key->empty()) return fail_cli(usage_error("--unique: the key is empty"));
     job.unique_key = *args.unique_key;
   }
+  if (args.unique_for) {
+    if (!args.unique_key) return fail_cli(usage_error("--unique-for goes with --unique KEY"));
+    auto window = parse_positive_duration_arg("--unique-for", *args.unique_for);
+    if (!window) return fail_cli(window.error());
+    job.unique_for = *window;
+  }
   if (args.lines && args.payload) {
     return fail_cli(usage_error("--lines reads the payloads from stdin; give no PAYLOAD"));
   }
@@ -83,7 +90,7 @@ CliStatus enqueue_one(Session& session, Queue& queue, NewJob job,
   auto enqueued = queue.enqueue(job);
   if (!enqueued) return fail_cli(failure(enqueued.error()));
   if (!enqueued->inserted) {
-    session.log().info("unique key '{}' is already held by job {}; nothing enqueued",
+    session.log().info("unique key '{}' is held by job {}; nothing enqueued",
                        escape_for_terminal(*job.unique_key, 64), enqueued->id);
   }
   session.console().write_stdout(fmt::format("{}\n", enqueued->id));
@@ -232,6 +239,10 @@ Command add_enqueue_command(CLI::App& parent) {
                   "Enqueue nothing when an available or running job of the queue holds KEY; "
                   "print that job's id")
       ->type_name("KEY");
+  app->add_option("--unique-for", args->unique_for,
+                  "With --unique: KEY refuses every other job of the queue for DUR after this "
+                  "one was enqueued, whatever its state since")
+      ->type_name("DUR");
   app->add_flag("--lines", args->lines, "One payload per line of stdin; empty lines are skipped");
   app->add_flag("--stream", args->stream,
                 "With --lines: send batches as lines arrive instead of after the end of input");

@@ -21,7 +21,7 @@ CliStatus show(Session& session, const ShowArgs& args) {
   auto job = queue->get(args.id);
   if (!job) return fail_cli(failure(job.error()));
   if (args.json) {
-    session.console().write_stdout(json::dump_json(json::job_to_json(*job)));
+    session.console().write_stdout(json::dump_json(json::job_details_to_json(*job)));
     return {};
   }
   const auto now = std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now());
@@ -42,8 +42,9 @@ Command add_show_command(CLI::App& parent) {
                 "Print a JSON object: id, queue, state, priority, run_at, attempts, "
                 "max_attempts, lease_token, leased_by, lease_expires_at, enqueued_at, "
                 "started_at, finished_at, unique_key, last_error (null when absent; times in "
-                "RFC 3339), payload (text when valid UTF-8, else base64) and payload_encoding "
-                "(\"utf8\" or \"base64\")");
+                "RFC 3339), payload (text when valid UTF-8, else base64), payload_encoding "
+                "(\"utf8\" or \"base64\"), progress (the JSON value the job recorded, or null) "
+                "and errors (every failed attempt, oldest first: attempt, at, worker, error)");
   return {app, [args](Session& session) { return show(session, *args); }};
 }
 

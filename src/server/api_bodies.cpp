@@ -37,7 +37,7 @@ Result<LeaseToken> fence(const JsonBody& body, std::initializer_list<std::string
 
 Result<NewJob> read_new_job(const JsonBody& body, const std::string& queue) {
   if (auto ok = body.only({"payload", "payload_base64", "priority", "delay", "run_at",
-                           "max_attempts", "unique_key"});
+                           "max_attempts", "unique_key", "unique_for"});
       !ok) {
     return fail_with(ok.error());
   }
@@ -64,6 +64,15 @@ Result<NewJob> read_new_job(const JsonBody& body, const std::string& queue) {
   auto unique_key = body.text("unique_key");
   if (!unique_key) return fail_with(unique_key.error());
   job.unique_key = std::move(*unique_key);
+  auto unique_for = body.duration("unique_for");
+  if (!unique_for) return fail_with(unique_for.error());
+  if (*unique_for) {
+    if (!job.unique_key) return fail_with(field_error("unique_for", "must go with 'unique_key'"));
+    if (**unique_for <= Duration::zero()) {
+      return fail_with(field_error("unique_for", "must be longer than zero"));
+    }
+    job.unique_for = *unique_for;
+  }
   return job;
 }
 
@@ -138,6 +147,21 @@ Result<ReleaseBody> read_release(const JsonBody& body) {
   auto delay = body.duration("delay");
   if (!delay) return fail_with(delay.error());
   return ReleaseBody{*token, delay->value_or(Duration::zero())};
+}
+
+Result<ProgressBody> read_progress(const JsonBody& body) {
+  auto token = fence(body, {"lease_token", "progress"});
+  if (!token) return fail_with(token.error());
+  const auto* value = body.find("progress");
+  if (value == nullptr) return fail_with(field_error("progress", "is required (any JSON value)"));
+  // The body parsed, so its strings are valid UTF-8 and the dump cannot throw.
+  std::string json = value->dump();
+  if (json.size() > kMaxProgressBytes) {
+    return fail_with(field_error(
+        "progress",
+        "must be at most " + std::to_string(kMaxProgressBytes) + " bytes of JSON text"));
+  }
+  return ProgressBody{*token, std::move(json)};
 }
 
 Status read_empty(const JsonBody& body) {

@@ -96,7 +96,7 @@ Result<HttpResponse> get(Queue& queue, const HttpRequest& request) {
   if (!id) return fail_with(id.error());
   auto job = queue.get(*id);
   if (!job) return fail_with(job.error());
-  return json_response(200, json::job_to_json(*job));
+  return json_response(200, json::job_details_to_json(*job));
 }
 
 // Why `id` was not changed by an action that applies to jobs in `allowed` states only.
