@@ -138,14 +138,15 @@ class MariadbEngine final : public Engine {
 
   // Inserts the jobs inside the caller's transaction; a job whose unique key a live job of
   // its queue holds gets that job's id instead.
-  // check_windows false: the caller claimed the job's unique window itself.
+  // check_windows false: the caller claimed the job's unique window itself (the jobs are
+  // inserted as plain unique ones).
   static Result<std::vector<Enqueued>> insert_jobs(Connection& c, std::span<const NewJob> jobs,
                                                    bool check_windows = true) {
     if (fits_one_insert(jobs)) return insert_in_one_statement(c, jobs);
     std::vector<Enqueued> results;
     results.reserve(jobs.size());
     for (const NewJob& job : jobs) {
-      if (job.unique_for) {
+      if (job.unique_for && check_windows) {
         // The window first: of two enqueues racing for the key, one inserts its window row
         // and the other waits for it, then finds it (ER_DUP_ENTRY). A closed window is
         // taken over.
