@@ -152,8 +152,11 @@ Result<ReleaseBody> read_release(const JsonBody& body) {
 Result<ProgressBody> read_progress(const JsonBody& body) {
   auto token = fence(body, {"lease_token", "progress"});
   if (!token) return fail_with(token.error());
-  const auto* value = body.find("progress");
-  if (value == nullptr) return fail_with(field_error("progress", "is required (any JSON value)"));
+  // Not find(), which reads null as absent: null is a JSON value like any other here.
+  auto value = body.value().find("progress");
+  if (value == body.value().end()) {
+    return fail_with(field_error("progress", "is required (any JSON value)"));
+  }
   // The body parsed, so its strings are valid UTF-8 and the dump cannot throw.
   std::string json = value->dump();
   if (json.size() > kMaxProgressBytes) {
