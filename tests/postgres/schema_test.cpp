@@ -177,6 +177,57 @@ TEST_F(SchemaTest, ASchedulesLastJobIsRecordedAfterAnUpgradeFrom5) {
   EXPECT_EQ(must(queue.enqueue(plain)).id, enqueued[0].id + 1);
 }
 
+// Migration 7: progress, error history and unique windows. A job of version 6 keeps its
+// last_error with no history before the upgrade; the history of a job goes with it.
+TEST_F(SchemaTest, ProgressErrorsAndWindowsWorkAfterAnUpgradeFrom6) {
+  const auto schema = must(detail::pg::SchemaName::parse("readpast"));
+  const detail::pg::Sql statements(schema);
+  {
+    SqlConnection db(url_);
+    db.script(statements.create_schema.sql);
+    for (int m = 0; m < 6; ++m) db.script(statements.migrations[static_cast<std::size_t>(m)]);
+    db.exec("INSERT INTO readpast.schema_version (version) VALUES (1), (2), (3), (4), (5), (6)");
+    db.exec(
+        "INSERT INTO readpast.jobs (queue, state, attempts, max_attempts, finished_at, "
+        "last_error) VALUES ('q', 'dead', 1, 1, now(), 'from release 6')");
+  }
+  QueueOptions options;
+  options.init_schema = true;
+  Queue queue = must(Queue::open(url_, options));
+  EXPECT_EQ(must(queue.init()), detail::pg::kSchemaVersion);
+  Job old = must(queue.get(1));
+  EXPECT_EQ(old.last_error, "from release 6");
+  EXPECT_TRUE(old.errors.empty());
+  EXPECT_FALSE(old.progress.has_value());
+
+  NewJob job;
+  job.queue = "q";
+  job.max_attempts = 1;
+  const JobId id = must(queue.enqueue(job)).id;
+  LeaseRequest request;
+  request.queue = "q";
+  request.worker_id = "w";
+  auto leased = must(queue.lease(request));
+  ASSERT_EQ(leased.size(), 1u);
+  must(queue.progress(id, *leased[0].lease_token, "{\"n\": 1}"));
+  must(queue.fail(id, *leased[0].lease_token, "after the upgrade"));
+  SqlConnection db(url_);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.job_errors"), "1");
+  PurgeRequest purge;
+  purge.queue = "q";
+  purge.state = JobState::kDead;
+  EXPECT_EQ(must(queue.purge(purge)), 2);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.job_errors"), "0");
+
+  NewJob windowed;
+  windowed.queue = "u";
+  windowed.unique_key = "k";
+  windowed.unique_for = std::chrono::hours(1);
+  EXPECT_TRUE(must(queue.enqueue(windowed)).inserted);
+  EXPECT_FALSE(must(queue.enqueue(windowed)).inserted);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.unique_windows"), "1");
+}
+
 TEST_F(SchemaTest, TheStorageSettingsAreInPlace) {
   QueueOptions options;
   options.init_schema = true;

@@ -410,5 +410,52 @@ TEST_F(SqliteEngineTest, ASchedulesLastJobIsRecordedAfterAnUpgradeFrom5) {
   EXPECT_EQ(*schedules->front().last_job, enqueued->front().id);
 }
 
+// Schema version 7: progress, error history and unique windows. Jobs of version 6 keep what
+// they had (a dead job its last_error, with no history before the upgrade); their history
+// starts with the next failure and goes with the job.
+TEST_F(SqliteEngineTest, ProgressErrorsAndWindowsWorkAfterAnUpgradeFrom6) {
+  ASSERT_NO_FATAL_FAILURE(create_as_release(6));
+  RawDb raw(path());
+  raw.scalar(
+      "INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempts, "
+      "enqueued_at, finished_at, last_error, payload) "
+      "VALUES ('q', 'dead', 100, 0, 1, 1, 0, 0, 'from release 6', x'')");
+  Queue queue = init();
+  EXPECT_EQ(raw.scalar("SELECT max(version) FROM readpast_schema_version"),
+            std::to_string(sqlite::kSchemaVersion));
+  auto old = queue.get(1);
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->last_error, "from release 6");
+  EXPECT_TRUE(old->errors.empty());
+  EXPECT_FALSE(old->progress.has_value());
+
+  NewJob job;
+  job.queue = "q";
+  job.max_attempts = 1;
+  const JobId id = queue.enqueue(job)->id;
+  LeaseRequest request;
+  request.queue = "q";
+  request.worker_id = "w";
+  auto leased = queue.lease(request);
+  ASSERT_TRUE(leased && leased->size() == 1u);
+  ASSERT_TRUE(queue.progress(id, *leased->front().lease_token, "{\"n\": 1}"));
+  ASSERT_TRUE(queue.fail(id, *leased->front().lease_token, "after the upgrade"));
+  EXPECT_EQ(raw.scalar("SELECT count(*) FROM readpast_job_errors"), "1");
+  // Purging both dead jobs leaves no history behind (the trigger of version 7).
+  PurgeRequest purge;
+  purge.queue = "q";
+  purge.state = JobState::kDead;
+  EXPECT_EQ(*queue.purge(purge), 2);
+  EXPECT_EQ(raw.scalar("SELECT count(*) FROM readpast_job_errors"), "0");
+
+  NewJob windowed;
+  windowed.queue = "u";
+  windowed.unique_key = "k";
+  windowed.unique_for = std::chrono::hours(1);
+  EXPECT_TRUE(queue.enqueue(windowed)->inserted);
+  EXPECT_FALSE(queue.enqueue(windowed)->inserted);
+  EXPECT_EQ(raw.scalar("SELECT count(*) FROM readpast_unique_windows"), "1");
+}
+
 }  // namespace
 }  // namespace readpast::test
