@@ -100,3 +100,83 @@ BEGIN
     WHERE id = p_id AND state = 'running' AND lease_token = readpast_token(p_token);
   RETURN ROW_COUNT() = 1;
 END;
+
+-- readpast_enqueue: an open unique window of the key refuses the job like a live holder does.
+-- readpast_enqueue_for: the same with p_unique_for_us, the window (microseconds, > 0) the
+-- key refuses other jobs of the queue for, whatever becomes of this one (MariaDB has no
+-- overloading, so a new name rather than a new parameter).
+CREATE OR REPLACE FUNCTION readpast_enqueue_for(p_queue VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin,
+                                                p_payload LONGBLOB, p_priority INT,
+                                                p_delay_us BIGINT, p_max_attempts INT,
+                                                p_unique_key VARBINARY(1024),
+                                                p_unique_for_us BIGINT)
+  RETURNS BIGINT NOT DETERMINISTIC MODIFIES SQL DATA
+BEGIN
+  DECLARE v_id BIGINT DEFAULT NULL;
+  DECLARE v_duplicate BOOLEAN DEFAULT FALSE;
+  DECLARE v_now BIGINT DEFAULT readpast_now_us();
+  DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_id = NULL;
+  DECLARE CONTINUE HANDLER FOR 1062 SET v_duplicate = TRUE;
+  IF p_unique_for_us IS NOT NULL AND (p_unique_key IS NULL OR p_unique_for_us <= 0) THEN
+    SIGNAL SQLSTATE '22023'
+      SET MESSAGE_TEXT = 'p_unique_for_us needs a unique key and a duration longer than zero';
+  END IF;
+  IF p_unique_for_us IS NOT NULL THEN
+    -- Claim the window first (its primary key settles a race for the key); take over a
+    -- closed one.
+    INSERT INTO readpast_unique_windows (queue, unique_key, job_id, until)
+      VALUES (p_queue, p_unique_key, NULL, v_now + p_unique_for_us);
+    IF v_duplicate THEN
+      SET v_duplicate = FALSE;
+      UPDATE readpast_unique_windows SET job_id = NULL, until = v_now + p_unique_for_us
+        WHERE queue = p_queue AND unique_key = p_unique_key AND until <= v_now;
+      IF ROW_COUNT() = 0 THEN
+        SELECT job_id INTO v_id FROM readpast_unique_windows
+          WHERE queue = p_queue AND unique_key = p_unique_key;
+        RETURN v_id;
+      END IF;
+    END IF;
+  ELSEIF p_unique_key IS NOT NULL THEN
+    SELECT job_id INTO v_id FROM readpast_unique_windows
+      WHERE queue = p_queue AND unique_key = p_unique_key AND until > v_now
+        AND job_id IS NOT NULL;
+    IF v_id IS NOT NULL THEN
+      RETURN v_id;
+    END IF;
+  END IF;
+  IF p_unique_key IS NOT NULL THEN
+    SELECT id INTO v_id FROM readpast_jobs WHERE queue = p_queue AND live_key = p_unique_key;
+    IF v_id IS NOT NULL THEN
+      IF p_unique_for_us IS NOT NULL THEN
+        DELETE FROM readpast_unique_windows WHERE queue = p_queue AND unique_key = p_unique_key;
+      END IF;
+      RETURN v_id;
+    END IF;
+  END IF;
+  INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempts,
+                             enqueued_at, unique_key, payload)
+    VALUES (p_queue, 'available', COALESCE(p_priority, 100),
+            v_now + GREATEST(COALESCE(p_delay_us, 0), 0), 0, COALESCE(p_max_attempts, 25),
+            v_now, p_unique_key, COALESCE(p_payload, ''));
+  IF v_duplicate THEN
+    -- A concurrent enqueue of the same key committed first: its job holds the key.
+    SELECT id INTO v_id FROM readpast_jobs WHERE queue = p_queue AND live_key = p_unique_key;
+    IF p_unique_for_us IS NOT NULL THEN
+      DELETE FROM readpast_unique_windows WHERE queue = p_queue AND unique_key = p_unique_key;
+    END IF;
+    RETURN v_id;
+  END IF;
+  SET v_id = LAST_INSERT_ID();
+  IF p_unique_for_us IS NOT NULL THEN
+    UPDATE readpast_unique_windows SET job_id = v_id
+      WHERE queue = p_queue AND unique_key = p_unique_key;
+  END IF;
+  RETURN v_id;
+END;
+
+CREATE OR REPLACE FUNCTION readpast_enqueue(p_queue VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin, p_payload LONGBLOB,
+                                            p_priority INT, p_delay_us BIGINT,
+                                            p_max_attempts INT, p_unique_key VARBINARY(1024))
+  RETURNS BIGINT NOT DETERMINISTIC MODIFIES SQL DATA
+  RETURN readpast_enqueue_for(p_queue, p_payload, p_priority, p_delay_us, p_max_attempts,
+                              p_unique_key, NULL);
