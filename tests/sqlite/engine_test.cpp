@@ -9,6 +9,8 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
+#include <thread>
 
 #include "engines/sqlite/sqlite_connection.hpp"
 #include "engines/sqlite/sqlite_schema.hpp"
@@ -455,6 +457,24 @@ TEST_F(SqliteEngineTest, ProgressErrorsAndWindowsWorkAfterAnUpgradeFrom6) {
   EXPECT_TRUE(queue.enqueue(windowed)->inserted);
   EXPECT_FALSE(queue.enqueue(windowed)->inserted);
   EXPECT_EQ(raw.scalar("SELECT count(*) FROM readpast_unique_windows"), "1");
+}
+
+// Closed unique windows do not pile up: the retention pass forgets them, open ones stay.
+TEST_F(SqliteEngineTest, RetentionForgetsClosedUniqueWindows) {
+  Queue queue = init();
+  RawDb raw(path());
+  NewJob job;
+  job.queue = "u";
+  job.unique_key = "closing";
+  job.unique_for = std::chrono::milliseconds(100);
+  ASSERT_TRUE(queue.enqueue(job)->inserted);
+  job.unique_key = "open";
+  job.unique_for = std::chrono::hours(1);
+  ASSERT_TRUE(queue.enqueue(job)->inserted);
+  EXPECT_EQ(raw.scalar("SELECT count(*) FROM readpast_unique_windows"), "2");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(queue.apply_retention("u"));
+  EXPECT_EQ(raw.scalar("SELECT group_concat(unique_key) FROM readpast_unique_windows"), "open");
 }
 
 }  // namespace
