@@ -10,7 +10,6 @@
 #include <memory>
 #include <string>
 #include <thread>
-#include <thread>
 
 #include "engines/sqlite/sqlite_connection.hpp"
 #include "engines/sqlite/sqlite_schema.hpp"
