@@ -228,6 +228,38 @@ TEST_F(SchemaTest, ProgressErrorsAndWindowsWorkAfterAnUpgradeFrom6) {
   EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.unique_windows"), "1");
 }
 
+// The error history goes with its job however the job is deleted: here by its completion
+// under zero retention (complete_delete), which the trigger follows because the job failed
+// once; a job that never failed leaves nothing either.
+TEST_F(SchemaTest, AJobDeletedOnCompletionLeavesNoErrorHistory) {
+  QueueOptions options;
+  options.init_schema = true;
+  options.retention.succeeded = Duration::zero();
+  Queue queue = must(Queue::open(url_, options));
+  NewJob job;
+  job.queue = "q";
+  const JobId failed_once = must(queue.enqueue(job)).id;
+  const JobId never_failed = must(queue.enqueue(job)).id;
+  LeaseRequest request;
+  request.queue = "q";
+  request.worker_id = "w";
+  request.max_jobs = 2;
+  auto leased = must(queue.lease(request));
+  ASSERT_EQ(leased.size(), 2u);
+  FailOptions now;
+  now.retry_after = Duration::zero();
+  must(queue.fail(failed_once, *leased[0].lease_token, "once", now));
+  must(queue.complete(never_failed, *leased[1].lease_token));
+  SqlConnection db(url_);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.job_errors"), "1");
+  request.max_jobs = 1;
+  leased = must(queue.lease(request));
+  ASSERT_EQ(leased.size(), 1u);
+  must(queue.complete(failed_once, *leased[0].lease_token));
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.jobs"), "0");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.job_errors"), "0");
+}
+
 TEST_F(SchemaTest, TheStorageSettingsAreInPlace) {
   QueueOptions options;
   options.init_schema = true;
