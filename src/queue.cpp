@@ -359,6 +359,15 @@ Status Queue::release(JobId id, const LeaseToken& token, Duration delay) {
   return {};
 }
 
+Status Queue::progress(JobId id, const LeaseToken& token, std::string_view json) {
+  if (auto ok = validate_ref(token); !ok) return ok;
+  if (auto ok = detail::validate_progress(json); !ok) return ok;
+  auto held = state_->noted(state_->engine->progress(LeasedRef{id, token}, json));
+  if (!held) return fail_with(held.error());
+  if (!*held) return lease_lost(id);
+  return {};
+}
+
 Result<bool> Queue::wait_for_work(std::string_view queue, Duration timeout) {
   if (auto ok = validate_queue_name(queue); !ok) return fail_with(ok.error());
   if (auto ok = detail::validate_non_negative_duration(timeout, "timeout"); !ok) {
@@ -451,6 +460,13 @@ Result<std::int64_t> Queue::apply_retention(std::string_view queue, int limit) {
         .queue = std::string(queue), .state = state, .older_than = age, .limit = limit});
     if (!removed) return fail_with(removed.error());
     total += *removed;
+  }
+  // Closed unique windows are only ever read as "closed": forgetting them changes nothing
+  // a caller sees, so they are not counted.
+  if (!state_->options.read_only) {
+    if (auto forgotten = state_->engine->forget_closed_windows(limit); !forgotten) {
+      return fail_with(forgotten.error());
+    }
   }
   return total;
 }

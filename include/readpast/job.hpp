@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -44,6 +45,19 @@ class LeaseToken {
   std::string hex_;  // invariant: empty, or 32 lower-case hex digits
 };
 
+// One failed attempt of a job (docs/workflows.md, "Error history"): what fail() or the
+// rescue of an expired lease recorded, in a table of its own (readpast_job_errors), deleted
+// with its job.
+struct JobError {
+  int attempt = 0;  // the attempt that failed, counted from 1 (retry() starts again at 1)
+  TimePoint at{};
+  std::optional<std::string> worker;  // leased_by of that attempt
+  std::string error;
+};
+
+// The most progress a running job may record: JSON text of at most 64 KiB.
+inline constexpr std::size_t kMaxProgressBytes = 64 * 1024;
+
 inline constexpr int kDefaultPriority = 100;
 inline constexpr int kDefaultMaxAttempts = 25;
 
@@ -65,6 +79,10 @@ struct Job {
   std::optional<std::string> unique_key;
   std::optional<std::string> last_error;
   std::string payload;  // bytes, never interpreted by readpast
+  // Filled in by Queue::get only (list and lease leave them empty): the JSON text the job's
+  // workers last recorded with Queue::progress, and every failed attempt, oldest first.
+  std::optional<std::string> progress;
+  std::vector<JobError> errors;
 };
 
 // What enqueue takes. Default: priority 100, run now, 25 attempts, no unique key.
@@ -89,6 +107,10 @@ struct NewJob {
   // name rule.
   std::optional<std::string> group;
   std::optional<std::string> after_group;
+  // With unique_key only: the key refuses every other job of the queue for this long after
+  // this one was enqueued, whatever its state since (a "unique window"; docs/workflows.md).
+  // Without it the key refuses others only while its job is available or running.
+  std::optional<Duration> unique_for;
 };
 
 inline constexpr std::size_t kMaxDependencies = 1000;
@@ -129,8 +151,8 @@ inline constexpr int kMaxListedDependents = 1000;
 
 struct Enqueued {
   JobId id = 0;
-  // false when an available or running job of the queue already held the unique key;
-  // id is then that job's id.
+  // false when an available or running job of the queue already held the unique key, or
+  // the key's unique window was open; id is then that job's id.
   bool inserted = true;
 };
 

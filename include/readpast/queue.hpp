@@ -3,7 +3,7 @@
 // Thread-safety: a Queue may be used from many threads at once; it keeps a small pool of
 // connections and every call takes one for its duration. Queue is movable, not copyable.
 //
-// Every settling call (complete, fail, extend, release) is fenced by the lease token: it
+// Every settling call (complete, fail, extend, release, progress) is fenced by the lease token: it
 // changes the job only if the token is the job's current one and the job is running;
 // otherwise it reports ErrorCode::kLeaseLost and changes nothing.
 #pragma once
@@ -82,6 +82,11 @@ class Queue {
                            const FailOptions& options = {});
   Status extend(JobId id, const LeaseToken& token, Duration lease_duration);
   Status release(JobId id, const LeaseToken& token, Duration delay = Duration::zero());
+  // Records the running job's progress: JSON text (any value) of at most kMaxProgressBytes,
+  // replacing what was recorded before; get() returns it. kInvalidArgument for text that is
+  // not JSON or is too long (nothing changed). The job keeps it after it finishes, and a new
+  // attempt replaces it when it records its own.
+  Status progress(JobId id, const LeaseToken& token, std::string_view json);
 
   // Batch forms: one statement; result[i] tells whether refs[i] still held its lease.
   Result<std::vector<bool>> complete_batch(std::span<const LeasedRef> refs);
@@ -132,12 +137,13 @@ class Queue {
   Result<std::vector<JobId>> remove(std::span<const JobId> ids);
   // Every job of the queue in the state (dead or cancelled); returns how many.
   Result<std::int64_t> retry_all(std::string_view queue, JobState state);
-  // Deletes succeeded, dead or cancelled jobs; returns how many.
+  // Deletes succeeded, dead or cancelled jobs (and their error history); returns how many.
   Result<std::int64_t> purge(const PurgeRequest& request);
   // One round of retention for the queue: deletes at most `limit` jobs of each finished
   // state that are older than the queue's Retention (options.queue_retention, else
   // options.retention), each state in its own short statement. Returns how many it deleted:
-  // call again while that is more than zero.
+  // call again while that is more than zero. Each round also forgets up to `limit` unique
+  // windows (NewJob::unique_for) of any queue that have closed (not counted).
   Result<std::int64_t> apply_retention(std::string_view queue, int limit = 1000);
 
   // Pausing a queue stops lease() from handing out its jobs (for every client: workers,

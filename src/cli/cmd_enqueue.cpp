@@ -36,6 +36,7 @@ struct EnqueueArgs {
   std::vector<JobId> after;
   std::optional<std::string> group;
   std::optional<std::string> after_group;
+  std::optional<std::string> unique_for;
   bool lines = false;
   bool stream = false;
 };
@@ -82,6 +83,12 @@ CliResult<NewJob> job_template(const EnqueueArgs& args) {
   }
   job.group = args.group;
   job.after_group = args.after_group;
+  if (args.unique_for) {
+    if (!args.unique_key) return fail_cli(usage_error("--unique-for goes with --unique KEY"));
+    auto window = parse_positive_duration_arg("--unique-for", *args.unique_for);
+    if (!window) return fail_cli(window.error());
+    job.unique_for = *window;
+  }
   if (args.lines && args.payload) {
     return fail_cli(usage_error("--lines reads the payloads from stdin; give no PAYLOAD"));
   }
@@ -102,7 +109,7 @@ CliStatus enqueue_one(Session& session, Queue& queue, NewJob job,
   auto enqueued = queue.enqueue(job);
   if (!enqueued) return fail_cli(failure(enqueued.error()));
   if (!enqueued->inserted) {
-    session.log().info("unique key '{}' is already held by job {}; nothing enqueued",
+    session.log().info("unique key '{}' is held by job {}; nothing enqueued",
                        escape_for_terminal(*job.unique_key, 64), enqueued->id);
   }
   session.console().write_stdout(fmt::format("{}\n", enqueued->id));
@@ -264,6 +271,10 @@ Command add_enqueue_command(CLI::App& parent) {
                   "Wait until no member of group NAME is waiting, available or running (every "
                   "member finished, whatever its outcome): a batch's callback")
       ->type_name("NAME");
+  app->add_option("--unique-for", args->unique_for,
+                  "With --unique: KEY refuses every other job of the queue for DUR after this "
+                  "one was enqueued, whatever its state since")
+      ->type_name("DUR");
   app->add_flag("--lines", args->lines, "One payload per line of stdin; empty lines are skipped");
   app->add_flag("--stream", args->stream,
                 "With --lines: send batches as lines arrive instead of after the end of input");

@@ -23,7 +23,7 @@ CliStatus show(Session& session, const ShowArgs& args) {
   auto dependencies = queue->dependencies(args.id);
   if (!dependencies) return fail_cli(failure(dependencies.error()));
   if (args.json) {
-    auto object = json::job_to_json(*job);
+    auto object = json::job_details_to_json(*job);
     object.update(json::dependencies_to_json(*dependencies));
     session.console().write_stdout(json::dump_json(object));
     return {};
@@ -46,9 +46,11 @@ Command add_show_command(CLI::App& parent) {
                 "Print a JSON object: id, queue, state, priority, run_at, attempts, "
                 "max_attempts, lease_token, leased_by, lease_expires_at, enqueued_at, "
                 "started_at, finished_at, unique_key, last_error (null when absent; times in "
-                "RFC 3339), payload (text when valid UTF-8, else base64) and payload_encoding "
-                "(\"utf8\" or \"base64\"); then after and dependents (what the job waits "
-                "for and what waits for it: {id, state, met} each) and dependent_count");
+                "RFC 3339), payload (text when valid UTF-8, else base64), payload_encoding "
+                "(\"utf8\" or \"base64\"), progress (the JSON value the job recorded, or null), "
+                "errors (every failed attempt, oldest first: attempt, at, worker, error), "
+                "group, after and dependents (what the job waits for and what waits for it: "
+                "{id, state, met} each, or {group, met}) and dependent_count");
   return {app, [args](Session& session) { return show(session, *args); }};
 }
 

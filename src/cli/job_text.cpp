@@ -131,6 +131,12 @@ std::string job_details(const Job& job, TimePoint now, const Dependencies& depen
                    ? fmt::format(" and {} more", dependencies.dependent_count - listed)
                    : std::string()));
   }
+  field("progress", optional_text(job.progress));
+  field("errors", job.errors.empty() ? std::string("-") : std::to_string(job.errors.size()));
+  for (const JobError& e : job.errors) {
+    out += fmt::format("  attempt {} at {} by {}: {}\n", e.attempt, format_time(e.at),
+                       optional_text(e.worker), escape_for_terminal(e.error));
+  }
   field("payload", fmt::format("{} bytes{}", job.payload.size(),
                                detail::is_valid_utf8(job.payload) ? "" : ", not UTF-8"));
   out += escape_for_terminal(job.payload);

@@ -95,6 +95,7 @@ Command add_work_command(CLI::App& parent);
 Command add_stats_command(CLI::App& parent);
 Command add_list_command(CLI::App& parent);
 Command add_show_command(CLI::App& parent);
+Command add_progress_command(CLI::App& parent);
 Command add_retry_command(CLI::App& parent);
 Command add_cancel_command(CLI::App& parent);
 Command add_purge_command(CLI::App& parent);

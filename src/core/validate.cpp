@@ -1,5 +1,6 @@
 #include "core/validate.hpp"
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "readpast/queue.hpp"
@@ -122,6 +123,16 @@ Status validate_new_job(const NewJob& job, std::size_t max_payload_bytes) {
       }
     }
   }
+  if (job.unique_for && (!job.after.empty() || job.group || job.after_group)) {
+    return fail_with(Error::invalid_argument(
+        "unique_for does not go with after, group or after_group (docs/workflows.md)"));
+  }
+  if (job.unique_for) {
+    if (!job.unique_key) {
+      return fail_with(Error::invalid_argument("unique_for needs a unique key"));
+    }
+    if (auto ok = validate_positive_duration(*job.unique_for, "unique_for"); !ok) return ok;
+  }
   if (job.unique_key) {
     if (job.unique_key->empty()) {
       return fail_with(Error::invalid_argument("unique key must not be empty"));
@@ -146,3 +157,44 @@ Status validate_lease_request(const LeaseRequest& request) {
 
 }  // namespace detail
 }  // namespace readpast
+
+namespace readpast::detail {
+
+Status validate_progress(std::string_view json) {
+  if (json.size() > kMaxProgressBytes) {
+    return fail_with(Error::invalid_argument("progress of " + std::to_string(json.size()) +
+                                             " bytes is over the limit of " +
+                                             std::to_string(kMaxProgressBytes) + " bytes"));
+  }
+  // Depth first, in one pass without recursion (brackets inside strings do not count).
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : json) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxProgressDepth) {
+        return fail_with(Error::invalid_argument("progress nests deeper than " +
+                                                 std::to_string(kMaxProgressDepth) + " levels"));
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  // accept() parses without building anything (and without recursion).
+  if (!nlohmann::json::accept(json)) {
+    return fail_with(Error::invalid_argument("progress is not JSON text"));
+  }
+  return {};
+}
+
+}  // namespace readpast::detail

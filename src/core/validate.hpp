@@ -19,5 +19,9 @@ Status validate_new_job(const NewJob& job, std::size_t max_payload_bytes);
 Status validate_lease_request(const LeaseRequest& request);
 Status validate_positive_duration(Duration d, std::string_view what);
 Status validate_non_negative_duration(Duration d, std::string_view what);
+// Queue::progress's text: JSON (any value), at most kMaxProgressBytes, nested at most
+// kMaxProgressDepth deep (whoever shows it parses and prints it, which recurses per level).
+inline constexpr int kMaxProgressDepth = 64;
+Status validate_progress(std::string_view json);
 
 }  // namespace readpast::detail

@@ -112,6 +112,9 @@ class Engine {
   virtual Result<std::vector<bool>> extend(std::span<const LeasedRef> refs,
                                            Duration lease_duration) = 0;
   virtual Result<std::vector<bool>> release(std::span<const LeasedRef> refs, Duration delay) = 0;
+  // Sets the job's progress column (JSON text Queue validated) while it runs under the
+  // token; false: lease lost, nothing changed.
+  virtual Result<bool> progress(const LeasedRef& ref, std::string_view json) = 0;
   // Which leases are still held (the job running under that token): reads only, so that a
   // worker can ask often (Queue::leases_held).
   virtual Result<std::vector<bool>> held(std::span<const LeasedRef> refs) = 0;
@@ -134,6 +137,7 @@ class Engine {
   virtual Result<std::optional<std::pair<JobId, JobId>>> id_bounds() = 0;
   // Deletes the jobs among ids that are succeeded, dead or cancelled; returns those ids.
   virtual Result<std::vector<JobId>> remove(std::span<const JobId> ids) = 0;
+  // The job with its progress and its error history (Job::errors, oldest first).
   virtual Result<std::optional<Job>> get(JobId id) = 0;
   // What the job waits for and what waits for it (at most kMaxListedDependents of those).
   virtual Result<Dependencies> dependencies(JobId id) = 0;
@@ -147,6 +151,8 @@ class Engine {
   virtual Result<std::optional<GroupStats>> group_stats(std::string_view group) = 0;
   virtual Result<std::vector<Job>> list_group(std::string_view group, JobId after_id,
                                               int limit) = 0;
+  // Deletes at most `limit` unique windows that closed; returns how many.
+  virtual Result<std::int64_t> forget_closed_windows(int limit) = 0;
   virtual Result<std::vector<FinishedCounts>> finished_since(
       TimePoint since, std::optional<std::string_view> queue) = 0;
 

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/utf8.hpp"
+#include "core/validate.hpp"
 
 namespace readpast::json {
 namespace {
@@ -133,6 +134,27 @@ nlohmann::ordered_json group_stats_to_json(const GroupStats& s) {
                                   {"dead", s.dead},       {"cancelled", s.cancelled},
                                   {"live", s.live},       {"waiters", s.waiters}};
   return {{"groups", {{s.name, group}}}};
+}
+
+nlohmann::ordered_json job_details_to_json(const Job& job) {
+  nlohmann::ordered_json j = job_to_json(job);
+  if (!job.progress) {
+    j["progress"] = nullptr;
+  } else if (detail::validate_progress(*job.progress)) {
+    // Validated (depth included) before parsing: printing recurses once per level.
+    j["progress"] = nlohmann::ordered_json::parse(*job.progress);
+  } else {
+    j["progress"] = *job.progress;
+  }
+  nlohmann::ordered_json errors = nlohmann::ordered_json::array();
+  for (const JobError& e : job.errors) {
+    errors.push_back({{"attempt", e.attempt},
+                      {"at", format_time(e.at)},
+                      {"worker", text_or_null(e.worker)},
+                      {"error", e.error}});
+  }
+  j["errors"] = std::move(errors);
+  return j;
 }
 
 nlohmann::ordered_json queue_stats_to_json(const QueueStats& s) {

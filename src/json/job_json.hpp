@@ -26,6 +26,12 @@ nlohmann::ordered_json dependencies_to_json(const Dependencies& dependencies);
 // "live", "waiters"}}}: one group's members by state and the jobs waiting for it.
 nlohmann::ordered_json group_stats_to_json(const GroupStats& stats);
 
+// job_to_json and what Queue::get adds (`show --json`, GET /api/jobs/ID): "progress", the
+// recorded JSON value itself (null when none; a string if what is stored is not JSON, e.g.
+// written by hand), and "errors", [{"attempt": n, "at": TIME, "worker": ID, "error": TEXT},
+// ...] oldest first.
+nlohmann::ordered_json job_details_to_json(const Job& job);
+
 // One queue's counts: {"available": n, "scheduled": n, "running": n, "succeeded": n,
 // "dead": n, "cancelled": n, "oldest_available_age_s": x, "paused": bool}
 nlohmann::ordered_json queue_stats_to_json(const QueueStats& stats);

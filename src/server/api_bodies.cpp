@@ -55,7 +55,8 @@ Result<LeaseToken> fence(const JsonBody& body, std::initializer_list<std::string
 
 Result<NewJob> read_new_job(const JsonBody& body, const std::string& queue) {
   if (auto ok = body.only({"payload", "payload_base64", "priority", "delay", "run_at",
-                           "max_attempts", "unique_key", "after", "group", "after_group"});
+                           "max_attempts", "unique_key", "unique_for", "after", "group",
+                           "after_group"});
       !ok) {
     return fail_with(ok.error());
   }
@@ -92,6 +93,15 @@ Result<NewJob> read_new_job(const JsonBody& body, const std::string& queue) {
     auto ids = positive_ids(*after, "after", kMaxDependencies);
     if (!ids) return fail_with(ids.error());
     job.after = std::move(*ids);
+  }
+  auto unique_for = body.duration("unique_for");
+  if (!unique_for) return fail_with(unique_for.error());
+  if (*unique_for) {
+    if (!job.unique_key) return fail_with(field_error("unique_for", "must go with 'unique_key'"));
+    if (**unique_for <= Duration::zero()) {
+      return fail_with(field_error("unique_for", "must be longer than zero"));
+    }
+    job.unique_for = *unique_for;
   }
   return job;
 }
@@ -167,6 +177,24 @@ Result<ReleaseBody> read_release(const JsonBody& body) {
   auto delay = body.duration("delay");
   if (!delay) return fail_with(delay.error());
   return ReleaseBody{*token, delay->value_or(Duration::zero())};
+}
+
+Result<ProgressBody> read_progress(const JsonBody& body) {
+  auto token = fence(body, {"lease_token", "progress"});
+  if (!token) return fail_with(token.error());
+  // Not find(), which reads null as absent: null is a JSON value like any other here.
+  auto value = body.value().find("progress");
+  if (value == body.value().end()) {
+    return fail_with(field_error("progress", "is required (any JSON value)"));
+  }
+  // The body parsed, so its strings are valid UTF-8 and the dump cannot throw.
+  std::string json = value->dump();
+  if (json.size() > kMaxProgressBytes) {
+    return fail_with(field_error(
+        "progress",
+        "must be at most " + std::to_string(kMaxProgressBytes) + " bytes of JSON text"));
+  }
+  return ProgressBody{*token, std::move(json)};
 }
 
 Status read_empty(const JsonBody& body) {

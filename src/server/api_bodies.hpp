@@ -21,7 +21,7 @@ inline constexpr std::size_t kMaxBatch = 10000;
 inline constexpr Duration kDefaultLease = std::chrono::seconds(30);
 
 // POST /api/queues/Q/jobs: {"payload" | "payload_base64", "priority", "delay" | "run_at",
-// "max_attempts", "unique_key"}
+// "max_attempts", "unique_key", "unique_for" (a duration, with "unique_key" only)}
 Result<NewJob> read_new_job(const JsonBody& body, const std::string& queue);
 // POST /api/queues/Q/jobs/batch: {"jobs": [1 to kMaxBatch of read_new_job's bodies]}
 Result<std::vector<NewJob>> read_job_batch(const JsonBody& body, const std::string& queue);
@@ -46,6 +46,11 @@ Result<LeaseToken> read_complete(const JsonBody& body);  // {"lease_token"}
 Result<FailBody> read_fail(const JsonBody& body);        // + "error", "retry_after", "no_retry"
 Result<ExtendBody> read_extend(const JsonBody& body);    // + "lease"
 Result<ReleaseBody> read_release(const JsonBody& body);  // + "delay"
+struct ProgressBody {
+  LeaseToken token;
+  std::string json;  // the "progress" value as JSON text, at most kMaxProgressBytes
+};
+Result<ProgressBody> read_progress(const JsonBody& body);  // + "progress" (any JSON value)
 
 // Bodies that must be {} (retry, cancel, pause, resume).
 Status read_empty(const JsonBody& body);

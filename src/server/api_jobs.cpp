@@ -98,7 +98,7 @@ Result<HttpResponse> get(Queue& queue, const HttpRequest& request) {
   if (!job) return fail_with(job.error());
   auto dependencies = queue.dependencies(*id);
   if (!dependencies) return fail_with(dependencies.error());
-  auto object = json::job_to_json(*job);
+  auto object = json::job_details_to_json(*job);
   object.update(json::dependencies_to_json(*dependencies));
   return json_response(200, object);
 }

@@ -104,6 +104,14 @@ Result<HttpResponse> release(Queue& queue, const HttpRequest& request) {
   return json_response(200, {{"id", id}, {"state", "available"}});
 }
 
+Result<HttpResponse> progress(Queue& queue, const HttpRequest& request) {
+  auto call = settling(request, read_progress);
+  if (!call) return fail_with(call.error());
+  const auto& [id, body] = *call;
+  if (auto ok = queue.progress(id, body.token, body.json); !ok) return fail_with(ok.error());
+  return json_response(200, {{"id", id}, {"progress", Json::parse(body.json)}});
+}
+
 }  // namespace
 
 void add_worker_routes(Router& router, Queue& queue, const detail::SecretScrubber& secrets) {
@@ -119,6 +127,7 @@ void add_worker_routes(Router& router, Queue& queue, const detail::SecretScrubbe
              }));
   router.add("POST", "/api/jobs/{id}/extend", bind(extend));
   router.add("POST", "/api/jobs/{id}/release", bind(release));
+  router.add("POST", "/api/jobs/{id}/progress", bind(progress));
 }
 
 }  // namespace readpast::server

@@ -209,6 +209,46 @@ test('a JSON payload is indented on the job page, as text; other payloads are as
   }
 });
 
+test('the job page shows the progress and every failed attempt, as text', async () => {
+  const id = Number((await readpast(['enqueue', 'work', 'x', '--max-attempts', '2'])).trim());
+  const progress = {done: 3, of: 10, note: '<img src=x onerror="window.__pwned = true">'};
+  for (const attempt of [1, 2]) {
+    const leased = await api('POST', '/api/queues/work/lease', {worker_id: `browser-${attempt}`});
+    const job = leased.json.jobs[0];
+    assert.equal(job.id, id);
+    const recorded = await api('POST', `/api/jobs/${id}/progress`,
+                               {lease_token: job.lease_token, progress: {...progress, attempt}});
+    assert.equal(recorded.status, 200);
+    await api('POST', `/api/jobs/${id}/fail`, {lease_token: job.lease_token,
+                                               error: `<b>failed</b> ${attempt}`,
+                                               retry_after: '0s'});
+  }
+  await page.goto(`${base}/jobs/${id}`);
+  const shown = page.locator('#progress');
+  await eventually(() => shown.textContent(), (t) => t.includes('"attempt": 2'), 'the progress');
+  // Indented JSON (the HTTP API keeps the value, not the order of its keys).
+  assert.deepEqual(JSON.parse(await shown.textContent()), {...progress, attempt: 2});
+  assert.match(await shown.textContent(), /^\{\n  "/);
+  assert.equal(await shown.locator('*').count(), 0, 'the progress made elements');
+  const rows = page.locator('#errors-panel tbody tr');
+  await eventually(() => rows.count(), (n) => n === 2, 'two rows of error history');
+  for (const attempt of [1, 2]) {
+    const row = page.locator(`#errors-panel tr[data-attempt="${attempt}"]`);
+    assert.match(await row.innerText(), new RegExp(`browser-${attempt}`));
+    assert.equal(await row.locator('pre').textContent(), `<b>failed</b> ${attempt}`);
+    assert.equal(await row.locator('pre b').count(), 0, 'the error made elements');
+  }
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  await page.screenshot({path: path.join(SHOTS, 'job-progress-errors.png'), fullPage: true});
+
+  // A job without either hides both panels.
+  const plain = Number((await readpast(['enqueue', 'work', 'y'])).trim());
+  await page.goto(`${base}/jobs/${plain}`);
+  await eventually(() => page.locator('[data-fact="state"]').count(), (n) => n === 1, 'facts');
+  assert.equal(await page.locator('#progress-panel').isHidden(), true);
+  assert.equal(await page.locator('#errors-panel').isHidden(), true);
+});
+
 test('expired leases show in the summary cards and the queue table', async () => {
   const tab = await browser.newPage({viewport: {width: 1366, height: 820}});
   try {

@@ -36,6 +36,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto job = read_new_job(*body, queue);
   expect_invalid_argument_on_failure(job);
   if (job && (job->max_attempts < 1 || (job->delay && job->run_at))) std::abort();
+  if (job && job->unique_for && (!job->unique_key || *job->unique_for <= Duration::zero())) {
+    std::abort();
+  }
   auto batch = read_job_batch(*body, queue);
   expect_invalid_argument_on_failure(batch);
   if (batch && (batch->empty() || batch->size() > kMaxBatch)) std::abort();
@@ -46,6 +49,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   expect_invalid_argument_on_failure(read_fail(*body));
   expect_invalid_argument_on_failure(read_extend(*body));
   expect_invalid_argument_on_failure(read_release(*body));
+  auto progress = read_progress(*body);
+  expect_invalid_argument_on_failure(progress);
+  // What it admits is JSON text within the limit that parses back.
+  if (progress &&
+      (progress->json.size() > kMaxProgressBytes || !nlohmann::json::accept(progress->json))) {
+    std::abort();
+  }
   auto empty = read_empty(*body);
   if (!empty && empty.error().code != ErrorCode::kInvalidArgument) std::abort();
   auto ids = read_job_ids(*body);

@@ -210,4 +210,65 @@ TEST(MariadbEngine, ASchedulesLastJobIsRecordedAfterAnUpgradeFrom4) {
   EXPECT_EQ(*schedules->front().last_job, enqueued->front().id);
 }
 
+// Migration 6: progress, error history and unique windows. A job of version 5 keeps its
+// last_error with no history before the upgrade; the features work at once after it.
+TEST(MariadbEngine, ProgressErrorsAndWindowsWorkAfterAnUpgradeFrom5) {
+  auto& server = MariadbServer::shared();
+  const std::string url = server.fresh_database_url();
+  const std::string database = url.substr(url.rfind('/') + 1);
+  ASSERT_TRUE(Queue::open(url, init_options()).has_value());
+  server.execute("DROP TABLE readpast_job_errors", database);
+  server.execute("DROP TABLE readpast_unique_windows", database);
+  server.execute("DROP FUNCTION readpast_progress", database);
+  server.execute("ALTER TABLE readpast_jobs DROP COLUMN progress", database);
+  server.execute("DELETE FROM readpast_schema_version WHERE version > 5", database);
+  server.execute(
+      "INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempts, "
+      "enqueued_at, finished_at, last_error, payload) "
+      "VALUES ('q', 'dead', 100, 0, 1, 1, 0, 0, 'from release 5', '')",
+      database);
+  ASSERT_EQ(Queue::open(url, QueueOptions{}).error().code, ErrorCode::kSchema);
+
+  auto queue = Queue::open(url, init_options());
+  ASSERT_TRUE(queue.has_value()) << queue.error().message;
+  auto old = queue->get(1);
+  ASSERT_TRUE(old.has_value()) << old.error().message;
+  EXPECT_EQ(old->last_error, "from release 5");
+  EXPECT_TRUE(old->errors.empty());
+  EXPECT_FALSE(old->progress.has_value());
+
+  NewJob job;
+  job.queue = "q";
+  job.max_attempts = 1;
+  const JobId id = queue->enqueue(job)->id;
+  LeaseRequest request;
+  request.queue = "q";
+  request.worker_id = "w";
+  auto leased = queue->lease(request);
+  ASSERT_TRUE(leased.has_value() && leased->size() == 1u);
+  ASSERT_TRUE(queue->progress(id, *leased->front().lease_token, "[1]"));
+  ASSERT_TRUE(queue->fail(id, *leased->front().lease_token, "after the upgrade"));
+  auto failed = queue->get(id);
+  ASSERT_TRUE(failed.has_value());
+  EXPECT_EQ(failed->progress, "[1]");
+  ASSERT_EQ(failed->errors.size(), 1u);
+  EXPECT_EQ(failed->errors[0].error, "after the upgrade");
+  PurgeRequest purge;
+  purge.queue = "q";
+  purge.state = JobState::kDead;
+  EXPECT_EQ(*queue->purge(purge), 2);
+  // The history went with its job: the foreign key refuses an entry of a job that is gone.
+  EXPECT_ANY_THROW(
+      server.execute("INSERT INTO readpast_job_errors (job_id, attempt, at, error) VALUES (" +
+                         std::to_string(id) + ", 1, 0, 'orphan')",
+                     database));
+
+  NewJob windowed;
+  windowed.queue = "u";
+  windowed.unique_key = "k";
+  windowed.unique_for = std::chrono::hours(1);
+  EXPECT_TRUE(queue->enqueue(windowed)->inserted);
+  EXPECT_FALSE(queue->enqueue(windowed)->inserted);
+}
+
 }  // namespace readpast

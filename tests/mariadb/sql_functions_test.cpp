@@ -216,34 +216,77 @@ TEST(MariadbSql, TwoSqlWorkersNeverTakeOneJob) {
   }
 }
 
-// readpast_enqueue_after (migration 8, docs/mariadb.md): the engines' rules of dependencies.
-TEST(MariadbSql, EnqueueAfterWaitsForItsDependenciesAndRefusesBadOnes) {
+TEST(MariadbSql, ProgressIsFencedByTheTokenAndRefusesWhatIsNotJson) {
+  Fixture f;
+  Sql sql(f.database);
+  const std::string id = *sql.scalar("SELECT readpast_enqueue('p', 'x', NULL, NULL, NULL, NULL)");
+  LeaseRequest request;
+  request.queue = "p";
+  request.worker_id = "w";
+  auto leased = f.queue.lease(request);
+  ASSERT_TRUE(leased.has_value() && leased->size() == 1u);
+  const std::string token = leased->front().lease_token->hex();
+  EXPECT_EQ(*sql.scalar("SELECT readpast_progress(" + id + ", '" + token + "', '{\"n\": 1}')"),
+            "1");
+  EXPECT_EQ(
+      *sql.scalar("SELECT readpast_progress(" + id + ", 'ffffffffffffffffffffffffffffffff', '2')"),
+      "0");
+  EXPECT_THROW(sql.scalar("SELECT readpast_progress(" + id + ", '" + token + "', '{oops')"),
+               std::runtime_error);
+  EXPECT_THROW(sql.scalar("SELECT readpast_progress(" + id + ", '" + token + "', CONCAT('\"', " +
+                          "REPEAT('x', 70000), '\"'))"),
+               std::runtime_error);
+  auto job = f.queue.get(std::stoll(id));
+  ASSERT_TRUE(job.has_value());
+  EXPECT_EQ(job->progress, "{\"n\": 1}");
+}
+
+TEST(MariadbSql, FailAndRescueRecordTheErrorHistory) {
+  Fixture f;
+  Sql sql(f.database);
+  const std::string id = *sql.scalar("SELECT readpast_enqueue('e', 'x', NULL, NULL, 2, NULL)");
+  LeaseRequest request;
+  request.queue = "e";
+  request.worker_id = "sql-worker";
+  auto leased = f.queue.lease(request);
+  ASSERT_TRUE(leased.has_value() && leased->size() == 1u);
+  const std::string token = leased->front().lease_token->hex();
+  EXPECT_EQ(*sql.scalar("SELECT readpast_fail(" + id + ", '" + token + "', 'from sql', 0)"),
+            "available");
+  auto job = f.queue.get(std::stoll(id));
+  ASSERT_TRUE(job.has_value());
+  ASSERT_EQ(job->errors.size(), 1u);
+  EXPECT_EQ(job->errors[0].error, "from sql");
+  EXPECT_EQ(job->errors[0].worker, "sql-worker");
+  EXPECT_EQ(job->errors[0].attempt, 1);
+}
+
+TEST(MariadbSql, EnqueueForOpensAUniqueWindowThatOutlivesItsJob) {
   Fixture f;
   Sql sql(f.database);
   const std::string first =
-      *sql.scalar("SELECT readpast_enqueue('build', 'compile', NULL, NULL, NULL, NULL)");
-  const std::string waiting = *sql.scalar("SELECT readpast_enqueue_after('[" + first +
-                                          "]', 'deploy', 'ship', NULL, NULL, NULL, NULL)");
-  EXPECT_EQ(*sql.scalar("SELECT state FROM readpast_jobs WHERE id = " + waiting), "waiting");
-  for (const std::string& bad : {std::string("[999999]"), "[" + first + "," + first + "]",
-                                 std::string("[0]"), std::string("not json")}) {
-    EXPECT_THROW(sql.scalar("SELECT readpast_enqueue_after('" + bad +
-                            "', 'deploy', 'x', NULL, NULL, NULL, NULL)"),
-                 std::runtime_error)
-        << bad;
-  }
-  EXPECT_EQ(*sql.scalar("SELECT COUNT(*) FROM readpast_jobs"), "2") << "a refused call enqueued";
-
-  auto leased = f.queue.lease({.queue = "build", .worker_id = "w"});
-  ASSERT_TRUE(leased.has_value()) << leased.error().message;
-  ASSERT_EQ(leased->size(), 1u);
+      *sql.scalar("SELECT readpast_enqueue_for('u', 'x', NULL, NULL, NULL, 'k', 3600000000)");
+  LeaseRequest request;
+  request.queue = "u";
+  request.worker_id = "w";
+  auto leased = f.queue.lease(request);
+  ASSERT_TRUE(leased.has_value() && leased->size() == 1u);
   ASSERT_TRUE(f.queue.complete(leased->front().id, *leased->front().lease_token));
-  ASSERT_TRUE(f.queue.resolve_dependencies());
-  EXPECT_EQ(*sql.scalar("SELECT state FROM readpast_jobs WHERE id = " + waiting), "available");
-  const std::string at_once = *sql.scalar("SELECT readpast_enqueue_after('[" + first +
-                                          "]', 'deploy', 'again', NULL, NULL, NULL, NULL)");
-  EXPECT_EQ(*sql.scalar("SELECT state FROM readpast_jobs WHERE id = " + at_once), "available");
+  EXPECT_EQ(*sql.scalar("SELECT readpast_enqueue_for('u', 'y', NULL, NULL, NULL, 'k', 1000000)"),
+            first);
+  EXPECT_EQ(*sql.scalar("SELECT readpast_enqueue('u', 'y', NULL, NULL, NULL, 'k')"), first);
+  NewJob job;
+  job.queue = "u";
+  job.unique_key = "k";
+  auto cxx = f.queue.enqueue(job);
+  ASSERT_TRUE(cxx.has_value());
+  EXPECT_FALSE(cxx->inserted);
+  EXPECT_EQ(std::to_string(cxx->id), first);
+  EXPECT_THROW(sql.scalar("SELECT readpast_enqueue_for('u', 'y', NULL, NULL, NULL, NULL, 5)"),
+               std::runtime_error);
 }
+
+// readpast_enqueue_after (migration 8, docs/mariadb.md): the engines' rules of dependencies.
 
 }  // namespace
 }  // namespace readpast

@@ -177,48 +177,87 @@ TEST_F(SchemaTest, ASchedulesLastJobIsRecordedAfterAnUpgradeFrom5) {
   EXPECT_EQ(must(queue.enqueue(plain)).id, enqueued[0].id + 1);
 }
 
-// Migration 9 (dependencies) upgrades a schema-8 database with jobs in flight: a running job
-// is completed with the token it was leased with, a held unique key stays held, and a job can
-// then wait for either.
-TEST_F(SchemaTest, JobsInFlightSurviveTheUpgradeToDependencies) {
-  constexpr int kBeforeDependencies = 8;
+// Migration 7: progress, error history and unique windows. A job of version 6 keeps its
+// last_error with no history before the upgrade; the history of a job goes with it.
+TEST_F(SchemaTest, ProgressErrorsAndWindowsWorkAfterAnUpgradeFrom6) {
   const auto schema = must(detail::pg::SchemaName::parse("readpast"));
   const detail::pg::Sql statements(schema);
   {
     SqlConnection db(url_);
     db.script(statements.create_schema.sql);
-    for (int m = 0; m < kBeforeDependencies; ++m) {
-      db.script(statements.migrations[static_cast<std::size_t>(m)]);
-      db.exec("INSERT INTO readpast.schema_version (version) VALUES (" + std::to_string(m + 1) +
-              ")");
-    }
+    for (int m = 0; m < 6; ++m) db.script(statements.migrations[static_cast<std::size_t>(m)]);
+    db.exec("INSERT INTO readpast.schema_version (version) VALUES (1), (2), (3), (4), (5), (6)");
     db.exec(
-        "INSERT INTO readpast.jobs (queue, payload, state, attempts, lease_token, leased_by, "
-        "lease_expires_at, started_at) VALUES ('q', 'running', 'running', 1, "
-        "'00000000000000000000000000000001', 'w', now() + interval '1 hour', now())");
-    db.exec("INSERT INTO readpast.jobs (queue, payload, unique_key) VALUES ('q', 'held', 'k')");
+        "INSERT INTO readpast.jobs (queue, state, attempts, max_attempts, finished_at, "
+        "last_error) VALUES ('q', 'dead', 1, 1, now(), 'from release 6')");
   }
   QueueOptions options;
   options.init_schema = true;
   Queue queue = must(Queue::open(url_, options));
   EXPECT_EQ(must(queue.init()), detail::pg::kSchemaVersion);
-  NewJob after_both;
-  after_both.queue = "next";
-  after_both.after = {1, 2};
-  const JobId waiting = must(queue.enqueue(after_both)).id;
-  EXPECT_EQ(must(queue.get(waiting)).state, JobState::kWaiting);
-  NewJob same_key;
-  same_key.queue = "q";
-  same_key.unique_key = "k";
-  EXPECT_EQ(must(queue.enqueue(same_key)).id, 2) << "the held key was lost";
-  must(queue.complete(1, must(LeaseToken::from_hex("00000000000000000000000000000001"))));
-  must(queue.resolve_dependencies());
-  EXPECT_EQ(must(queue.get(waiting)).state, JobState::kWaiting);
-  auto leased = must(queue.lease({.queue = "q", .worker_id = "w"}));
+  Job old = must(queue.get(1));
+  EXPECT_EQ(old.last_error, "from release 6");
+  EXPECT_TRUE(old.errors.empty());
+  EXPECT_FALSE(old.progress.has_value());
+
+  NewJob job;
+  job.queue = "q";
+  job.max_attempts = 1;
+  const JobId id = must(queue.enqueue(job)).id;
+  LeaseRequest request;
+  request.queue = "q";
+  request.worker_id = "w";
+  auto leased = must(queue.lease(request));
   ASSERT_EQ(leased.size(), 1u);
-  must(queue.complete(leased[0].id, *leased[0].lease_token));
-  must(queue.resolve_dependencies());
-  EXPECT_EQ(must(queue.get(waiting)).state, JobState::kAvailable);
+  must(queue.progress(id, *leased[0].lease_token, "{\"n\": 1}"));
+  must(queue.fail(id, *leased[0].lease_token, "after the upgrade"));
+  SqlConnection db(url_);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.job_errors"), "1");
+  PurgeRequest purge;
+  purge.queue = "q";
+  purge.state = JobState::kDead;
+  EXPECT_EQ(must(queue.purge(purge)), 2);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.job_errors"), "0");
+
+  NewJob windowed;
+  windowed.queue = "u";
+  windowed.unique_key = "k";
+  windowed.unique_for = std::chrono::hours(1);
+  EXPECT_TRUE(must(queue.enqueue(windowed)).inserted);
+  EXPECT_FALSE(must(queue.enqueue(windowed)).inserted);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.unique_windows"), "1");
+}
+
+// The error history goes with its job however the job is deleted: here by its completion
+// under zero retention (complete_delete), which the trigger follows because the job failed
+// once; a job that never failed leaves nothing either.
+TEST_F(SchemaTest, AJobDeletedOnCompletionLeavesNoErrorHistory) {
+  QueueOptions options;
+  options.init_schema = true;
+  options.retention.succeeded = Duration::zero();
+  Queue queue = must(Queue::open(url_, options));
+  NewJob job;
+  job.queue = "q";
+  const JobId failed_once = must(queue.enqueue(job)).id;
+  const JobId never_failed = must(queue.enqueue(job)).id;
+  LeaseRequest request;
+  request.queue = "q";
+  request.worker_id = "w";
+  request.max_jobs = 2;
+  auto leased = must(queue.lease(request));
+  ASSERT_EQ(leased.size(), 2u);
+  FailOptions now;
+  now.retry_after = Duration::zero();
+  must(queue.fail(failed_once, *leased[0].lease_token, "once", now));
+  must(queue.complete(never_failed, *leased[1].lease_token));
+  SqlConnection db(url_);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.job_errors"), "1");
+  request.max_jobs = 1;
+  leased = must(queue.lease(request));
+  ASSERT_EQ(leased.size(), 1u);
+  must(queue.complete(failed_once, *leased[0].lease_token));
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.jobs"), "0");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.job_errors"), "0");
 }
 
 TEST_F(SchemaTest, TheStorageSettingsAreInPlace) {
@@ -233,10 +272,10 @@ TEST_F(SchemaTest, TheStorageSettingsAreInPlace) {
   EXPECT_NE(reloptions.find("autovacuum_vacuum_scale_factor=0.01"), std::string::npos)
       << reloptions;
   // The primary key, lease, due, expiry, unique key and finished indexes, and since migration 9
-  // the two of dependencies (notify, waiting).
+  // the three of dependencies and groups (notify, group, waiting).
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_indexes WHERE schemaname = 'readpast' "
                       "AND tablename = 'jobs'"),
-            "8");
+            "9");
 }
 
 class EngineDetailsTest : public PostgresTest {};
@@ -274,6 +313,10 @@ TEST_F(EngineDetailsTest, TimesAreTheDatabasesAndMicrosecondExact) {
                       "FROM readpast.jobs"),
             "2030-03-17 17:46:40.123456");
 }
+
+// Migration 9 (dependencies) upgrades a schema-8 database with jobs in flight: a running job
+// is completed with the token it was leased with, a held unique key stays held, and a job can
+// then wait for either.
 
 }  // namespace
 }  // namespace readpast::test

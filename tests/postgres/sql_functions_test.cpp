@@ -265,31 +265,66 @@ TEST_F(SqlFunctionsTest, TheSqlLeaseFindsItsRowsByPrimaryKeyNotByScanningTheTabl
   EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.jobs WHERE state = 'running'"), "500");
 }
 
-// enqueue_after (migration 9, docs/sql.md): the engines' rules of dependencies in SQL.
-TEST_F(SqlFunctionsTest, EnqueueAfterWaitsForItsDependenciesAndRefusesBadOnes) {
+TEST_F(SqlFunctionsTest, ProgressIsFencedByTheTokenAndRefusesWhatIsNotJson) {
   auto db = sql();
+  const auto id = db.scalar("SELECT readpast.enqueue('p', 'x')");
+  auto rows = db.query("SELECT lease_token FROM readpast.lease('p', 'w')");
+  ASSERT_EQ(rows.size(), 1u);
+  const std::string token = *rows[0][0];
+  EXPECT_EQ(db.scalar("SELECT readpast.progress($1, $2::uuid, '{\"n\": 1}')", {id, token}), "t");
+  EXPECT_EQ(db.scalar("SELECT readpast.progress($1, $2::text, '[2]')",
+                      {id, token_from_uuid_text(token).hex()}),
+            "t");
+  EXPECT_EQ(
+      db.scalar("SELECT readpast.progress($1, 'ffffffffffffffffffffffffffffffff', '3')", {id}),
+      "f");
+  EXPECT_ANY_THROW(db.scalar("SELECT readpast.progress($1, $2::uuid, '{oops')", {id, token}));
+  EXPECT_ANY_THROW(db.scalar(
+      "SELECT readpast.progress($1, $2::uuid, '\"' || repeat('x', 70000) || '\"')", {id, token}));
   Queue queue = open();
-  const auto first = db.scalar("SELECT readpast.enqueue('build', 'compile')");
-  const auto waiting =
-      db.scalar("SELECT readpast.enqueue_after(ARRAY[$1]::bigint[], 'deploy', 'ship')", {first});
-  EXPECT_EQ(db.scalar("SELECT state FROM readpast.jobs WHERE id = $1", {waiting}), "waiting");
-  EXPECT_THROW(db.scalar("SELECT readpast.enqueue_after(ARRAY[999999]::bigint[], 'deploy', 'x')"),
-               std::runtime_error);
-  EXPECT_THROW(
-      db.scalar("SELECT readpast.enqueue_after(ARRAY[$1, $1]::bigint[], 'deploy', 'x')", {first}),
-      std::runtime_error);
-  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.jobs"), "2") << "a refused call enqueued";
-
-  auto leased = must(queue.lease({.queue = "build", .worker_id = "w"}));
-  ASSERT_EQ(leased.size(), 1u);
-  must(queue.complete(leased[0].id, *leased[0].lease_token));
-  must(queue.resolve_dependencies());
-  EXPECT_EQ(db.scalar("SELECT state FROM readpast.jobs WHERE id = $1", {waiting}), "available");
-  // A dependency that already succeeded is met at once.
-  const auto at_once =
-      db.scalar("SELECT readpast.enqueue_after(ARRAY[$1]::bigint[], 'deploy', 'again')", {first});
-  EXPECT_EQ(db.scalar("SELECT state FROM readpast.jobs WHERE id = $1", {at_once}), "available");
+  EXPECT_EQ(must(queue.get(std::stoll(id))).progress, "[2]");
 }
+
+TEST_F(SqlFunctionsTest, FailRecordsTheErrorHistory) {
+  auto db = sql();
+  const auto id = db.scalar("SELECT readpast.enqueue('e', 'x', max_attempts => 2)");
+  auto rows = db.query("SELECT lease_token FROM readpast.lease('e', 'sql-worker')");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(
+      db.scalar("SELECT readpast.fail($1, $2::uuid, 'from sql', interval '0')", {id, *rows[0][0]}),
+      "available");
+  Queue queue = open();
+  Job job = must(queue.get(std::stoll(id)));
+  ASSERT_EQ(job.errors.size(), 1u);
+  EXPECT_EQ(job.errors[0].error, "from sql");
+  EXPECT_EQ(job.errors[0].worker, "sql-worker");
+  EXPECT_EQ(job.errors[0].attempt, 1);
+}
+
+TEST_F(SqlFunctionsTest, EnqueueWithUniqueForOpensAWindowThatOutlivesItsJob) {
+  auto db = sql();
+  const auto first = db.scalar(
+      "SELECT readpast.enqueue('u', 'x', unique_key => 'k', unique_for => interval '1 hour')");
+  auto rows = db.query("SELECT id, lease_token FROM readpast.lease('u', 'w')");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(db.scalar("SELECT readpast.complete($1, $2::uuid)", {first, *rows[0][1]}), "t");
+  EXPECT_EQ(db.scalar("SELECT readpast.enqueue('u', 'y', unique_key => 'k')"), first);
+  EXPECT_EQ(db.scalar("SELECT readpast.enqueue('u', 'y'::bytea, 100, NULL, NULL, 25, 'k', "
+                      "interval '1 second')"),
+            first);
+  Queue queue = open();
+  NewJob job;
+  job.queue = "u";
+  job.unique_key = "k";
+  auto cxx = must(queue.enqueue(job));
+  EXPECT_FALSE(cxx.inserted);
+  EXPECT_EQ(std::to_string(cxx.id), first);
+  EXPECT_ANY_THROW(db.scalar("SELECT readpast.enqueue('u', 'z', unique_for => interval '1h')"));
+  // The seven-argument call of earlier releases still resolves.
+  EXPECT_NO_THROW(db.scalar("SELECT readpast.enqueue('u', 'z'::bytea, 100, NULL, NULL, 25, 'k2')"));
+}
+
+// enqueue_after (migration 9, docs/sql.md): the engines' rules of dependencies in SQL.
 
 }  // namespace
 }  // namespace readpast::test

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "engines/sqlite/sqlite_connection.hpp"
 #include "engines/sqlite/sqlite_schema.hpp"
@@ -249,10 +250,10 @@ TEST_F(SqliteEngineTest, UpgradingFromVersion2KeepsEveryJobAndNeverReusesAnId) {
                           "VALUES ('no good', 0, 0)"),
                std::runtime_error)
       << "the queue-name trigger was not recreated";
-  // lease, expiry, unique, finished, queue_state, and since migration 9 notify.
+  // lease, expiry, unique, finished, queue_state, and since migration 9 notify and group.
   EXPECT_EQ(raw.scalar("SELECT count(*) FROM sqlite_master WHERE tbl_name = 'readpast_jobs' "
                        "AND type = 'index' AND sql IS NOT NULL"),
-            "6");
+            "7");
   auto leased = queue.lease(LeaseRequest{"q", "w", 10});
   ASSERT_TRUE(leased);
   ASSERT_EQ(leased->size(), 2u);
@@ -411,44 +412,73 @@ TEST_F(SqliteEngineTest, ASchedulesLastJobIsRecordedAfterAnUpgradeFrom5) {
   EXPECT_EQ(*schedules->front().last_job, enqueued->front().id);
 }
 
+// Schema version 7: progress, error history and unique windows. Jobs of version 6 keep what
+// they had (a dead job its last_error, with no history before the upgrade); their history
+// starts with the next failure and goes with the job.
+TEST_F(SqliteEngineTest, ProgressErrorsAndWindowsWorkAfterAnUpgradeFrom6) {
+  ASSERT_NO_FATAL_FAILURE(create_as_release(6));
+  RawDb raw(path());
+  raw.scalar(
+      "INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempts, "
+      "enqueued_at, finished_at, last_error, payload) "
+      "VALUES ('q', 'dead', 100, 0, 1, 1, 0, 0, 'from release 6', x'')");
+  Queue queue = init();
+  EXPECT_EQ(raw.scalar("SELECT max(version) FROM readpast_schema_version"),
+            std::to_string(sqlite::kSchemaVersion));
+  auto old = queue.get(1);
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->last_error, "from release 6");
+  EXPECT_TRUE(old->errors.empty());
+  EXPECT_FALSE(old->progress.has_value());
+
+  NewJob job;
+  job.queue = "q";
+  job.max_attempts = 1;
+  const JobId id = queue.enqueue(job)->id;
+  LeaseRequest request;
+  request.queue = "q";
+  request.worker_id = "w";
+  auto leased = queue.lease(request);
+  ASSERT_TRUE(leased && leased->size() == 1u);
+  ASSERT_TRUE(queue.progress(id, *leased->front().lease_token, "{\"n\": 1}"));
+  ASSERT_TRUE(queue.fail(id, *leased->front().lease_token, "after the upgrade"));
+  EXPECT_EQ(raw.scalar("SELECT count(*) FROM readpast_job_errors"), "1");
+  // Purging both dead jobs leaves no history behind (the trigger of version 7).
+  PurgeRequest purge;
+  purge.queue = "q";
+  purge.state = JobState::kDead;
+  EXPECT_EQ(*queue.purge(purge), 2);
+  EXPECT_EQ(raw.scalar("SELECT count(*) FROM readpast_job_errors"), "0");
+
+  NewJob windowed;
+  windowed.queue = "u";
+  windowed.unique_key = "k";
+  windowed.unique_for = std::chrono::hours(1);
+  EXPECT_TRUE(queue.enqueue(windowed)->inserted);
+  EXPECT_FALSE(queue.enqueue(windowed)->inserted);
+  EXPECT_EQ(raw.scalar("SELECT count(*) FROM readpast_unique_windows"), "1");
+}
+
+// Closed unique windows do not pile up: the retention pass forgets them, open ones stay.
+TEST_F(SqliteEngineTest, RetentionForgetsClosedUniqueWindows) {
+  Queue queue = init();
+  RawDb raw(path());
+  NewJob job;
+  job.queue = "u";
+  job.unique_key = "closing";
+  job.unique_for = std::chrono::milliseconds(100);
+  ASSERT_TRUE(queue.enqueue(job)->inserted);
+  job.unique_key = "open";
+  job.unique_for = std::chrono::hours(1);
+  ASSERT_TRUE(queue.enqueue(job)->inserted);
+  EXPECT_EQ(raw.scalar("SELECT count(*) FROM readpast_unique_windows"), "2");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(queue.apply_retention("u"));
+  EXPECT_EQ(raw.scalar("SELECT group_concat(unique_key) FROM readpast_unique_windows"), "open");
+}
+
 // Migration 9 (dependencies) rebuilds the jobs table: every row, a running job's lease and a
 // held unique key survive it, ids are never reused, and a job can then wait for the others.
-TEST_F(SqliteEngineTest, JobsInFlightSurviveTheUpgradeToDependencies) {
-  ASSERT_NO_FATAL_FAILURE(create_as_release(8));
-  {
-    RawDb raw(path());
-    raw.scalar(
-        "INSERT INTO readpast_jobs (queue, state, attempts, lease_token, leased_by, "
-        "lease_expires_at, run_at, enqueued_at, payload) VALUES ('q', 'running', 1, "
-        "'00000000000000000000000000000001', 'w', 9000000000000000, 0, 0, 'running')");
-    raw.scalar(
-        "INSERT INTO readpast_jobs (queue, unique_key, run_at, enqueued_at, payload) "
-        "VALUES ('q', 'k', 0, 0, 'held')");
-    raw.scalar(
-        "INSERT INTO readpast_jobs (queue, run_at, enqueued_at, payload) "
-        "VALUES ('q', 0, 0, 'gone')");
-    raw.scalar("DELETE FROM readpast_jobs WHERE id = 3");  // the counter stays at 3
-  }
-  Queue queue = init();
-  EXPECT_EQ(*queue.init(), sqlite::kSchemaVersion);
-  NewJob after_both;
-  after_both.queue = "next";
-  after_both.after = {1, 2};
-  auto waiting = queue.enqueue(after_both);
-  ASSERT_TRUE(waiting) << waiting.error().message;
-  EXPECT_EQ(waiting->id, 4) << "an id was reused";
-  EXPECT_EQ(queue.get(waiting->id)->state, JobState::kWaiting);
-  NewJob same_key;
-  same_key.queue = "q";
-  same_key.unique_key = "k";
-  EXPECT_EQ(queue.enqueue(same_key)->id, 2) << "the held key was lost";
-  ASSERT_TRUE(queue.complete(1, *LeaseToken::from_hex("00000000000000000000000000000001")));
-  auto leased = queue.lease(LeaseRequest{"q", "w", 1});
-  ASSERT_TRUE(leased && leased->size() == 1u);
-  ASSERT_TRUE(queue.complete(leased->front().id, *leased->front().lease_token));
-  ASSERT_TRUE(queue.resolve_dependencies());
-  EXPECT_EQ(queue.get(waiting->id)->state, JobState::kAvailable);
-}
 
 }  // namespace
 }  // namespace readpast::test

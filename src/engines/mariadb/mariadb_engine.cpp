@@ -138,11 +138,76 @@ class MariadbEngine final : public Engine {
 
   // Inserts the jobs inside the caller's transaction; a job whose unique key a live job of
   // its queue holds gets that job's id instead.
-  static Result<std::vector<Enqueued>> insert_jobs(Connection& c, std::span<const NewJob> jobs) {
+  // check_windows false: the caller claimed the job's unique window itself (the jobs are
+  // inserted as plain unique ones).
+  static Result<std::vector<Enqueued>> insert_jobs(Connection& c, std::span<const NewJob> jobs,
+                                                   bool check_windows = true) {
     if (fits_one_insert(jobs)) return insert_in_one_statement(c, jobs);
     std::vector<Enqueued> results;
     results.reserve(jobs.size());
     for (const NewJob& job : jobs) {
+      if (job.unique_for && check_windows) {
+        // The window first: of two enqueues racing for the key, one inserts its window row
+        // and the other waits for it, then finds it (ER_DUP_ENTRY). A closed window is
+        // taken over.
+        using W = sql::claim_unique_window;
+        auto claimed = c.run<W>(c.params<W>()
+                                    .set(W::queue, job.queue)
+                                    .set_bytes(W::unique_key, *job.unique_key)
+                                    .set(W::until, micros(*job.unique_for)));
+        if (!claimed) {
+          if (c.last_errno() != ER_DUP_ENTRY) return fail_with(claimed.error());
+          using T = sql::take_over_unique_window;
+          auto taken = c.run<T>(c.params<T>()
+                                    .set(T::queue, job.queue)
+                                    .set_bytes(T::unique_key, *job.unique_key)
+                                    .set(T::until, micros(*job.unique_for)));
+          if (!taken) return fail_with(taken.error());
+          if (c.affected_rows() != 1) {
+            using H = sql::window_holder;
+            auto holder = c.run<H>(
+                c.params<H>().set(H::queue, job.queue).set_bytes(H::unique_key, *job.unique_key));
+            if (!holder) return fail_with(holder.error());
+            if (holder->empty() || holder->is_null(0, 0)) {
+              return fail_with(Error::unavailable("enqueue: the unique window of key '" +
+                                                  *job.unique_key +
+                                                  "' changed while it was read; try again"));
+            }
+            results.push_back(Enqueued{holder->int64(0, 0), false});
+            continue;
+          }
+        }
+        auto one = insert_jobs(c, std::span<const NewJob>(&job, 1), false);
+        if (!one) return fail_with(one.error());
+        const Enqueued result = one->front();
+        if (result.inserted) {
+          using S = sql::set_window_job;
+          auto set = c.run<S>(c.params<S>()
+                                  .set(S::job_id, result.id)
+                                  .set(S::queue, job.queue)
+                                  .set_bytes(S::unique_key, *job.unique_key));
+          if (!set) return fail_with(set.error());
+        } else {
+          // A live job held the key after all: no window for a job that was not enqueued.
+          using D = sql::drop_unique_window;
+          auto dropped = c.run<D>(
+              c.params<D>().set(D::queue, job.queue).set_bytes(D::unique_key, *job.unique_key));
+          if (!dropped) return fail_with(dropped.error());
+        }
+        results.push_back(result);
+        continue;
+      }
+      if (job.unique_key && check_windows) {
+        // An open unique window refuses the job whatever became of the window's job.
+        using W = sql::find_unique_window;
+        auto open = c.run<W>(
+            c.params<W>().set(W::queue, job.queue).set_bytes(W::unique_key, *job.unique_key));
+        if (!open) return fail_with(open.error());
+        if (!open->empty() && !open->is_null(0, 0)) {
+          results.push_back(Enqueued{open->int64(0, 0), false});
+          continue;
+        }
+      }
       if (takes_part_in_a_workflow(job)) {
         auto id = insert_dependent(c, job);
         if (!id) return fail_with(id.error());
@@ -197,6 +262,16 @@ class MariadbEngine final : public Engine {
   // finishes unseen before this transaction commits; a READ COMMITTED read after that sees
   // every state as it is now.
   static Result<JobId> insert_dependent(Connection& c, const NewJob& job) {
+    if (job.unique_key) {
+      // An open unique window hands back its job too: an error here, as a live holder is.
+      using W = sql::find_unique_window;
+      auto open = c.run<W>(
+          c.params<W>().set(W::queue, job.queue).set_bytes(W::unique_key, *job.unique_key));
+      if (!open) return fail_with(open.error());
+      if (!open->empty() && !open->is_null(0, 0)) {
+        return fail_with(unique_key_held_by_error(open->int64(0, 0)));
+      }
+    }
     std::vector<std::optional<JobState>> states;
     for (JobId id : job.after) {
       using M = sql::mark_notify;
@@ -426,6 +501,11 @@ class MariadbEngine final : public Engine {
           outcomes.emplace_back(std::nullopt);
           continue;
         }
+        // The error history, in fail's transaction (the row is locked by the UPDATE).
+        using E = sql::record_error;
+        if (auto ok = c.run<E>(c.params<E>().set(E::id, item.ref.id)); !ok) {
+          return fail_with(ok.error());
+        }
         using S = sql::job_state;
         auto state = c.run<S>(c.params<S>().set(S::id, item.ref.id));
         if (!state) return fail_with(state.error());
@@ -446,6 +526,28 @@ class MariadbEngine final : public Engine {
   Result<std::vector<bool>> release(std::span<const LeasedRef> refs, Duration delay) override {
     return settle<sql::release, sql::release_many>(
         refs, [&]<class S>(Params& p, S) { p.set(S::delay, micros(delay)); });
+  }
+
+  Result<bool> progress(const LeasedRef& ref, std::string_view json) override {
+    return write<bool>([&](Connection& c) -> Result<bool> {
+      using Q = sql::set_progress;
+      auto done = c.run<Q>(c.params<Q>()
+                               .set_bytes(Q::progress, json)
+                               .set(Q::id, ref.id)
+                               .set(Q::token, ref.token.hex()));
+      if (!done) return fail_with(done.error());
+      return c.affected_rows() == 1;
+    });
+  }
+
+  Result<std::int64_t> forget_closed_windows(int limit) override {
+    return write<std::int64_t>([&](Connection& c) -> Result<std::int64_t> {
+      using Q = sql::forget_closed_windows;
+      if (auto ok = c.run<Q>(c.params<Q>().set(Q::limit, limit)); !ok) {
+        return fail_with(ok.error());
+      }
+      return static_cast<std::int64_t>(c.affected_rows());
+    });
   }
 
   Result<bool> wait_for_work(std::string_view queue, Duration timeout) override {
@@ -492,14 +594,29 @@ class MariadbEngine final : public Engine {
       });
       if (!ids) return fail_with(ids.error());
       if (ids->empty()) return total;
-      auto rescued =
-          with_connection<std::int64_t>(false, [&](Connection& c) -> Result<std::int64_t> {
-            using Q = sql::rescue_expired;
-            if (auto ok = c.run<Q>(c.params<Q>().set(Q::ids, *ids)); !ok) {
-              return fail_with(ok.error());
-            }
-            return static_cast<std::int64_t>(c.affected_rows());
-          });
+      // Lock the ids still expired, record their history entries, move them: one
+      // transaction, so that the entries are exactly the leases it rescued.
+      auto rescued = write<std::int64_t>([&](Connection& c) -> Result<std::int64_t> {
+        using L = sql::lock_expired;
+        auto locked = c.run<L>(c.params<L>().set(L::ids, *ids));
+        if (!locked) return fail_with(locked.error());
+        if (locked->empty()) return std::int64_t{0};
+        std::string held = "[";
+        for (std::size_t r = 0; r < locked->size(); ++r) {
+          if (r > 0) held += ',';
+          held += locked->text(r, 0);
+        }
+        held += ']';
+        using E = sql::record_rescued_errors;
+        if (auto ok = c.run<E>(c.params<E>().set(E::ids, held)); !ok) {
+          return fail_with(ok.error());
+        }
+        using Q = sql::rescue_expired;
+        if (auto ok = c.run<Q>(c.params<Q>().set(Q::ids, held)); !ok) {
+          return fail_with(ok.error());
+        }
+        return static_cast<std::int64_t>(c.affected_rows());
+      });
       if (!rescued) return fail_with(rescued.error());
       total += *rescued;
       if (std::count(ids->begin(), ids->end(), ',') + 1 < kRescueBatch) return total;
@@ -1176,7 +1293,17 @@ class MariadbEngine final : public Engine {
           auto rows = c.run<sql::get>(c.params<sql::get>().set(sql::get::id, id));
           if (!rows) return fail_with(rows.error());
           if (rows->empty()) return std::optional<Job>{};
-          return std::optional<Job>(read_job(*rows, 0));
+          Job job = read_job(*rows, 0);
+          job.progress = rows->optional_text(0, 16);
+          using E = sql::job_errors;
+          auto errors = c.run<E>(c.params<E>().set(E::id, id));
+          if (!errors) return fail_with(errors.error());
+          for (std::size_t r = 0; r < errors->size(); ++r) {
+            job.errors.push_back(JobError{static_cast<int>(errors->int64(r, 0)),
+                                          to_time(errors->int64(r, 1)), errors->optional_text(r, 2),
+                                          std::string(errors->text(r, 3))});
+          }
+          return std::optional<Job>(std::move(job));
         });
   }
 

@@ -1,6 +1,7 @@
 #include "engines/postgres/pg_jobs.hpp"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 namespace readpast::detail::pg {
@@ -115,12 +116,47 @@ bool any_unique_key(std::span<const NewJob> jobs) {
                      [](const NewJob& job) { return job.unique_key.has_value(); });
 }
 
-Result<std::vector<Enqueued>> enqueue_jobs(Connection& connection, const Sql& statements,
-                                           std::span<const NewJob> jobs) {
-  if (!any_unique_key(jobs)) return enqueue_plain(connection, statements, jobs);
+namespace {
+
+// Jobs some of which have unique keys, none a unique window to open: the enqueue statement,
+// in rounds. With check_windows, a job whose key has an open window gets that window's job
+// first (one statement for the batch).
+Result<std::vector<Enqueued>> enqueue_unique(Connection& connection, const Sql& statements,
+                                             std::span<const NewJob> jobs, bool check_windows) {
   std::vector<Enqueued> results(jobs.size());
-  std::vector<std::size_t> pending(jobs.size());
-  for (std::size_t i = 0; i < jobs.size(); ++i) pending[i] = i;
+  std::vector<std::size_t> pending;
+  pending.reserve(jobs.size());
+  if (check_windows) {
+    ArrayParam queues(Oid::kText), keys(Oid::kText);
+    for (const NewJob& job : jobs) {
+      if (!job.unique_key) continue;
+      queues.add(job.queue);
+      keys.add(*job.unique_key);
+    }
+    using W = sql::find_unique_windows;
+    auto open = connection.exec(
+        statements.find_unique_windows,
+        Params(W::param_count).array(W::queues, queues).array(W::unique_keys, keys));
+    if (!open) return fail_with(open.error());
+    std::map<std::pair<std::string, std::string>, JobId> windows;
+    for (int r = 0; r < open->size(); ++r) {
+      if (open->is_null(r, 2)) continue;  // being opened by this transaction: not yet
+      windows.emplace(std::pair(open->text(r, 0), open->text(r, 1)), open->int8(r, 2));
+    }
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      const NewJob& job = jobs[i];
+      if (job.unique_key) {
+        auto it = windows.find(std::pair(job.queue, *job.unique_key));
+        if (it != windows.end()) {
+          results[i] = Enqueued{it->second, false};
+          continue;
+        }
+      }
+      pending.push_back(i);
+    }
+  } else {
+    for (std::size_t i = 0; i < jobs.size(); ++i) pending.push_back(i);
+  }
   for (int round = 0; round < kMaxEnqueueRounds && !pending.empty(); ++round) {
     auto rows = connection.exec(statements.enqueue, enqueue_params<sql::enqueue>(jobs, pending));
     if (!rows) return fail_with(rows.error());
@@ -146,6 +182,78 @@ Result<std::vector<Enqueued>> enqueue_jobs(Connection& connection, const Sql& st
     return fail_with(Error::unavailable("enqueue: the holder of unique key '" +
                                         *jobs[pending.front()].unique_key +
                                         "' kept changing; try again"));
+  }
+  return results;
+}
+
+// One job that opens a unique window: claims the window (its row lock settles a race for
+// the key), then enqueues the job as a unique one, then records the job in the window — or
+// drops the window when a live job held the key after all.
+Result<Enqueued> enqueue_with_window(Connection& connection, const Sql& statements,
+                                     const NewJob& job) {
+  using C = sql::claim_unique_window;
+  auto claimed = connection.exec(statements.claim_unique_window,
+                                 Params(C::param_count)
+                                     .text(C::queue, job.queue)
+                                     .text(C::unique_key, *job.unique_key)
+                                     .int8(C::until_us, job.unique_for->count()));
+  if (!claimed) return fail_with(claimed.error());
+  if (claimed->size() == 0) {
+    using H = sql::window_holder;
+    auto holder = connection.exec(
+        statements.window_holder,
+        Params(H::param_count).text(H::queue, job.queue).text(H::unique_key, *job.unique_key));
+    if (!holder) return fail_with(holder.error());
+    if (holder->size() == 0 || holder->is_null(0, 0)) {
+      return fail_with(Error::unavailable("enqueue: the unique window of key '" + *job.unique_key +
+                                          "' changed while it was read; try again"));
+    }
+    return Enqueued{holder->int8(0, 0), false};
+  }
+  auto enqueued = enqueue_unique(connection, statements, std::span<const NewJob>(&job, 1), false);
+  if (!enqueued) return fail_with(enqueued.error());
+  const Enqueued result = enqueued->front();
+  using S = sql::set_window_job;
+  Params params(S::param_count);
+  params.text(S::queue, job.queue).text(S::unique_key, *job.unique_key);
+  if (result.inserted) {
+    params.int8(S::job_id, result.id);
+  } else {
+    params.set_null(S::job_id);
+  }
+  if (auto ok = connection.exec(statements.set_window_job, params); !ok) {
+    return fail_with(ok.error());
+  }
+  return result;
+}
+
+bool any_unique_window(std::span<const NewJob> jobs) {
+  return std::any_of(jobs.begin(), jobs.end(),
+                     [](const NewJob& job) { return job.unique_for.has_value(); });
+}
+
+}  // namespace
+
+Result<std::vector<Enqueued>> enqueue_jobs(Connection& connection, const Sql& statements,
+                                           std::span<const NewJob> jobs) {
+  if (!any_unique_key(jobs)) return enqueue_plain(connection, statements, jobs);
+  if (!any_unique_window(jobs)) return enqueue_unique(connection, statements, jobs, true);
+  // One job at a time, in input order (ids increase along the batch as without windows):
+  // each may open a window that a later one must find.
+  std::vector<Enqueued> results;
+  results.reserve(jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].unique_for) {
+      auto one = enqueue_with_window(connection, statements, jobs[i]);
+      if (!one) return fail_with(one.error());
+      results.push_back(*one);
+    } else {
+      auto one = jobs[i].unique_key
+                     ? enqueue_unique(connection, statements, jobs.subspan(i, 1), true)
+                     : enqueue_plain(connection, statements, jobs.subspan(i, 1));
+      if (!one) return fail_with(one.error());
+      results.push_back(one->front());
+    }
   }
   return results;
 }

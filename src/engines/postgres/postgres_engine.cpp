@@ -347,6 +347,23 @@ class PostgresEngine final : public Engine {
         ref_params<pg::sql::release>(refs).int8(pg::sql::release::delay_us, delay.count()));
   }
 
+  Result<bool> progress(const LeasedRef& ref, std::string_view json) override {
+    using S = pg::sql::set_progress;
+    auto rows = exec(sql_.set_progress, Params(S::param_count)
+                                            .int8(S::id, ref.id)
+                                            .set(S::token, pg::encode_uuid(ref.token))
+                                            .text(S::progress, json));
+    if (!rows) return fail_with(rows.error());
+    return rows->affected() == 1;
+  }
+
+  Result<std::int64_t> forget_closed_windows(int limit) override {
+    using S = pg::sql::forget_closed_windows;
+    auto rows = exec(sql_.forget_closed_windows, Params(S::param_count).int4(S::limit, limit));
+    if (!rows) return fail_with(rows.error());
+    return rows->affected();
+  }
+
   Result<bool> wait_for_work(std::string_view queue, Duration timeout) override {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     // Listen first, then look: a job that becomes available after the look is announced.
@@ -625,7 +642,17 @@ class PostgresEngine final : public Engine {
     auto rows = (*c)->exec(sql_.get, Params(pg::sql::get::param_count).int8(pg::sql::get::id, id));
     if (!rows) return fail_with(rows.error());
     if (rows->size() == 0) return std::optional<Job>{};
-    return std::optional<Job>(pg::read_job(*rows, 0));
+    Job job = pg::read_job(*rows, 0);
+    job.progress = rows->optional_text(0, 16);
+    auto errors =
+        (*c)->exec(sql_.job_errors,
+                   Params(pg::sql::job_errors::param_count).int8(pg::sql::job_errors::id, id));
+    if (!errors) return fail_with(errors.error());
+    for (int r = 0; r < errors->size(); ++r) {
+      job.errors.push_back(JobError{errors->int4(r, 0), errors->timestamptz(r, 1),
+                                    errors->optional_text(r, 2), errors->text(r, 3)});
+    }
+    return std::optional<Job>(std::move(job));
   }
 
   Result<std::vector<FinishedCounts>> finished_since(
@@ -959,6 +986,19 @@ class PostgresEngine final : public Engine {
   // A job enqueued after others, inside the caller's transaction (core/dependencies.hpp
   // decides its state).
   Result<JobId> enqueue_dependent(pg::Connection& c, const NewJob& job) {
+    if (job.unique_key) {
+      // An open unique window hands back its job too: an error here, as a live holder is.
+      ArrayParam queues(Oid::kText), keys(Oid::kText);
+      queues.add(job.queue);
+      keys.add(*job.unique_key);
+      using W = pg::sql::find_unique_windows;
+      auto open = c.exec(sql_.find_unique_windows,
+                         Params(W::param_count).array(W::queues, queues).array(W::unique_keys, keys));
+      if (!open) return fail_with(open.error());
+      if (open->size() > 0 && !open->is_null(0, 2)) {
+        return fail_with(unique_key_held_by_error(open->int8(0, 2)));
+      }
+    }
     std::map<JobId, JobState> found;
     if (!job.after.empty()) {
       ArrayParam ids(Oid::kInt8);

@@ -166,6 +166,13 @@ Sql::Sql(const SchemaName& schema)
       release_groups(make<sql::release_groups>("release_groups", schema)),
       rejoin_groups(make<sql::rejoin_groups>("rejoin_groups", schema)),
       job_group(make<sql::job_group>("job_group", schema)),
+      set_progress(make<sql::set_progress>("set_progress", schema)),
+      job_errors(make<sql::job_errors>("job_errors", schema)),
+      find_unique_windows(make<sql::find_unique_windows>("find_unique_windows", schema)),
+      claim_unique_window(make<sql::claim_unique_window>("claim_unique_window", schema)),
+      window_holder(make<sql::window_holder>("window_holder", schema)),
+      set_window_job(make<sql::set_window_job>("set_window_job", schema)),
+      forget_closed_windows(make<sql::forget_closed_windows>("forget_closed_windows", schema)),
       migrations(expand_migrations(schema)) {}
 
 Statement Sql::lease_with_limit(int max_jobs) const {

@@ -132,6 +132,13 @@ struct Sql {
   Statement release_groups;
   Statement rejoin_groups;
   Statement job_group;
+  Statement set_progress;
+  Statement job_errors;
+  Statement find_unique_windows;
+  Statement claim_unique_window;
+  Statement window_holder;
+  Statement set_window_job;
+  Statement forget_closed_windows;
 
   // migrations[v - 1] upgrades v - 1 → v; scripts, run by migrate() in its transaction.
   std::vector<std::string> migrations;

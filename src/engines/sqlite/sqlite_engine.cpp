@@ -111,6 +111,21 @@ class SqliteEngine final : public Engine {
         continue;
       }
       if (job.unique_key) {
+        // An open unique window refuses the job whatever became of the window's job.
+        using W = sql::find_unique_window;
+        auto window = c.prepare(W::text);
+        if (!window) return fail_with(window.error());
+        (*window)->bind(W::queue, std::string_view(job.queue));
+        (*window)->bind(W::unique_key, std::string_view(*job.unique_key));
+        (*window)->bind(W::now, now);
+        auto open = (*window)->step();
+        if (!open) return fail_with(open.error());
+        if (*open) {
+          results.push_back(Enqueued{(*window)->int64(0), false});
+          continue;
+        }
+      }
+      if (job.unique_key) {
         using Q = sql::find_unique_holder;
         auto find = c.prepare(Q::text);
         if (!find) return fail_with(find.error());
@@ -142,7 +157,19 @@ class SqliteEngine final : public Engine {
       }
       s.bind_blob(Q::payload, job.payload);
       if (auto done = s.step(); !done) return fail_with(done.error());
-      results.push_back(Enqueued{c.last_insert_rowid(), true});
+      const JobId id = c.last_insert_rowid();
+      if (job.unique_for) {
+        using W = sql::open_unique_window;
+        auto open = c.prepare(W::text);
+        if (!open) return fail_with(open.error());
+        Statement& w = **open;
+        w.bind(W::queue, std::string_view(job.queue));
+        w.bind(W::unique_key, std::string_view(*job.unique_key));
+        w.bind(W::job_id, id);
+        w.bind(W::until, now + job.unique_for->count());
+        if (auto ok = run(w); !ok) return fail_with(ok.error());
+      }
+      results.push_back(Enqueued{id, true});
     }
     return results;
   }
@@ -151,6 +178,18 @@ class SqliteEngine final : public Engine {
   // caller's write transaction. Its unique key, when held, is an error: the job it would
   // hand back was not enqueued after these dependencies.
   static Result<JobId> insert_dependent(Connection& c, std::int64_t now, const NewJob& job) {
+    if (job.unique_key) {
+      // An open unique window hands back its job too: an error here, as a live holder is.
+      using W = sql::find_unique_window;
+      auto window = c.prepare(W::text);
+      if (!window) return fail_with(window.error());
+      (*window)->bind(W::queue, std::string_view(job.queue));
+      (*window)->bind(W::unique_key, std::string_view(*job.unique_key));
+      (*window)->bind(W::now, now);
+      auto open = (*window)->step();
+      if (!open) return fail_with(open.error());
+      if (*open) return fail_with(unique_key_held_by_error((*window)->int64(0)));
+    }
     if (job.unique_key) {
       using Q = sql::find_unique_holder;
       auto find = c.prepare(Q::text);
@@ -323,9 +362,26 @@ class SqliteEngine final : public Engine {
         if (!row) return fail_with(row.error());
         if (!*row) {
           outcomes.emplace_back(std::nullopt);
-        } else {
-          outcomes.emplace_back(s.text(0) == "dead" ? FailOutcome::kDead : FailOutcome::kRetrying);
+          continue;
         }
+        outcomes.emplace_back(s.text(0) == "dead" ? FailOutcome::kDead : FailOutcome::kRetrying);
+        const std::int64_t attempt = s.int64(1);
+        const std::optional<std::string> worker = s.optional_text(2);
+        if (auto ok = run(s); !ok) return fail_with(ok.error());  // RETURNING's end
+        using E = sql::record_error;
+        auto record = c.prepare(E::text);
+        if (!record) return fail_with(record.error());
+        Statement& e = **record;
+        e.bind(E::id, item.ref.id);
+        e.bind(E::attempt, attempt);
+        e.bind(E::now, now);
+        if (worker) {
+          e.bind(E::worker, std::string_view(*worker));
+        } else {
+          e.bind_null(E::worker);
+        }
+        e.bind(E::error, std::string_view(item.error));
+        if (auto ok = run(e); !ok) return fail_with(ok.error());
       }
       return outcomes;
     });
@@ -346,10 +402,38 @@ class SqliteEngine final : public Engine {
     });
   }
 
+  Result<bool> progress(const LeasedRef& ref, std::string_view json) override {
+    auto held = settle<sql::set_progress>(
+        std::span<const LeasedRef>(&ref, 1),
+        [&](Statement& s, std::int64_t) { s.bind(sql::set_progress::progress, json); });
+    if (!held) return fail_with(held.error());
+    return held->front();
+  }
+
+  Result<std::int64_t> forget_closed_windows(int limit) override {
+    return write<std::int64_t>([&](Connection& c, std::int64_t now) -> Result<std::int64_t> {
+      using Q = sql::forget_closed_windows;
+      auto forget = c.prepare(Q::text);
+      if (!forget) return fail_with(forget.error());
+      (*forget)->bind(Q::now, now);
+      (*forget)->bind(Q::limit, limit);
+      if (auto ok = run(**forget); !ok) return fail_with(ok.error());
+      return c.changes();
+    });
+  }
+
   Result<bool> wait_for_work(std::string_view queue, Duration timeout) override;
 
   Result<std::int64_t> rescue_expired(std::string_view queue) override {
     return write<std::int64_t>([&](Connection& c, std::int64_t now) -> Result<std::int64_t> {
+      // The history entries first, from the rows the rescue is about to move (one write
+      // transaction: nothing moves them in between).
+      using E = sql::record_rescued_errors;
+      auto record = c.prepare(E::text);
+      if (!record) return fail_with(record.error());
+      (*record)->bind(E::queue, queue);
+      (*record)->bind(E::now, now);
+      if (auto ok = run(**record); !ok) return fail_with(ok.error());
       using Q = sql::rescue_expired;
       auto rescue = c.prepare(Q::text);
       if (!rescue) return fail_with(rescue.error());
@@ -1093,7 +1177,22 @@ class SqliteEngine final : public Engine {
       auto row = (*query)->step();
       if (!row) return fail_with(row.error());
       if (!*row) return std::optional<Job>{};
-      return std::optional<Job>(read_job(**query));
+      Job job = read_job(**query);
+      job.progress = (*query)->optional_text(16);
+      if (auto ok = run(**query); !ok) return fail_with(ok.error());
+      using E = sql::job_errors;
+      auto errors = c.prepare(E::text);
+      if (!errors) return fail_with(errors.error());
+      Statement& e = **errors;
+      e.bind(E::id, id);
+      while (true) {
+        auto next = e.step();
+        if (!next) return fail_with(next.error());
+        if (!*next) break;
+        job.errors.push_back(JobError{static_cast<int>(e.int64(0)), to_time(e.int64(1)),
+                                      e.optional_text(2), e.text(3)});
+      }
+      return std::optional<Job>(std::move(job));
     });
   }
 

@@ -626,11 +626,21 @@ function jobPage(main, id) {
       el('dl', {class: 'facts'}, el('dt', {}, 'group'), el('dd', {}, groupTotals),
          el('dt', {}, 'waits for'), el('dd', {}, waitsFor),
          el('dt', {}, 'waited for by'), el('dd', {}, waitedForBy)));
+  const progress = el('pre', {class: 'text', id: 'progress'});
+  const errors = el('tbody', {});
   main.replaceChildren(
       el('section', {class: 'panel'}, head, actions, facts),
       dependencyPanel,
+      el('section', {class: 'panel', id: 'progress-panel'},
+         el('div', {class: 'panel-head'}, el('h2', {}, 'Progress')), progress),
       el('section', {class: 'panel', id: 'error-panel'},
          el('div', {class: 'panel-head'}, el('h2', {}, 'Last error')), error),
+      el('section', {class: 'panel', id: 'errors-panel'},
+         el('div', {class: 'panel-head'}, el('h2', {}, 'Error history')),
+         el('table', {class: 'jobs'},
+            el('thead', {}, el('tr', {}, el('th', {}, 'attempt'), el('th', {}, 'at'),
+                                el('th', {}, 'worker'), el('th', {}, 'error'))),
+            errors)),
       el('section', {class: 'panel'},
          el('div', {class: 'panel-head'}, el('h2', {}, 'Payload'), payloadNote), payload));
 
@@ -672,6 +682,17 @@ function jobPage(main, id) {
     dependencyPanel.hidden = !(job.after || []).length && !job.dependent_count && !job.group;
     error.textContent = job.last_error || '';
     document.getElementById('error-panel').hidden = !job.last_error;
+    // The progress the job's worker recorded (any JSON value), indented; text only.
+    const hasProgress = job.progress !== null && job.progress !== undefined;
+    progress.textContent = hasProgress ? JSON.stringify(job.progress, null, 2) : '';
+    document.getElementById('progress-panel').hidden = !hasProgress;
+    const history = job.errors || [];
+    errors.replaceChildren(...history.map(
+        (e) => el('tr', {'data-attempt': String(e.attempt)},
+                  el('td', {}, String(e.attempt)), el('td', {}, timeCell(e.at)),
+                  el('td', {}, e.worker || '–'),
+                  el('td', {}, el('pre', {class: 'text error-text'}, e.error)))));
+    document.getElementById('errors-panel').hidden = history.length === 0;
     const shown = formatPayload(job);
     payload.textContent = shown.text;
     const bytes = `${new Blob([job.payload]).size} bytes`;

@@ -44,6 +44,40 @@ SELECT CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED);
 -- Along readpast_jobs_unique: live_key is the unique key of a live job only.
 SELECT id FROM readpast_jobs WHERE queue = :queue AND live_key = :unique_key;
 
+-- name: find_unique_window
+-- An open unique window of the key refuses every job of the queue that has the key.
+SELECT job_id FROM readpast_unique_windows
+  WHERE queue = :queue AND unique_key = :unique_key
+    AND until > CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED);
+
+-- name: claim_unique_window
+-- Opens the key's window for a job about to be enqueued (job_id set once it is in). A
+-- duplicate key (ER_DUP_ENTRY) means a window exists: take_over_unique_window then.
+INSERT INTO readpast_unique_windows (queue, unique_key, job_id, until)
+  VALUES (:queue, :unique_key, NULL, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) + :until);
+
+-- name: take_over_unique_window
+-- A closed window of the key becomes this job's (1 row changed); an open one stays (0 rows).
+UPDATE readpast_unique_windows
+  SET job_id = NULL, until = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) + :until
+  WHERE queue = :queue AND unique_key = :unique_key
+    AND until <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED);
+
+-- name: window_holder
+SELECT job_id FROM readpast_unique_windows WHERE queue = :queue AND unique_key = :unique_key;
+
+-- name: set_window_job
+UPDATE readpast_unique_windows SET job_id = :job_id
+  WHERE queue = :queue AND unique_key = :unique_key;
+
+-- name: drop_unique_window
+DELETE FROM readpast_unique_windows WHERE queue = :queue AND unique_key = :unique_key;
+
+-- name: forget_closed_windows
+DELETE FROM readpast_unique_windows
+  WHERE until <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
+  ORDER BY until LIMIT :limit;
+
 -- name: insert_job
 -- :run_at is a time, or NULL: now plus :delay.
 INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempts,
@@ -166,6 +200,39 @@ UPDATE readpast_jobs SET
 
 -- name: job_state
 SELECT state FROM readpast_jobs WHERE id = :id;
+
+-- name: record_error
+-- In fail's transaction, after it settled the attempt: the error history entry.
+INSERT INTO readpast_job_errors (job_id, attempt, at, worker, error)
+  SELECT id, attempts, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED), leased_by, last_error
+  FROM readpast_jobs WHERE id = :id;
+
+-- name: lock_expired
+-- rescue, step 2: locks those of the expired ids (:ids a JSON array) that are still
+-- running with their lease expired, so that the history entries and the UPDATE that follow
+-- in the same transaction see the same rows.
+SELECT j.id FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) x
+  STRAIGHT_JOIN readpast_jobs j ON j.id = x.id
+  WHERE j.state = 'running'
+    AND j.lease_expires_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
+  FOR UPDATE;
+
+-- name: record_rescued_errors
+-- rescue, step 3: one history entry per locked id (:ids), with the text the rescue writes.
+INSERT INTO readpast_job_errors (job_id, attempt, at, worker, error)
+  SELECT j.id, j.attempts, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED), j.leased_by,
+         CASE WHEN j.attempts >= j.max_attempts
+              THEN CONCAT('lease expired after ', j.attempts, ' attempts (worker lost)')
+              ELSE 'lease expired (worker lost)' END
+  FROM JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) x
+  STRAIGHT_JOIN readpast_jobs j ON j.id = x.id;
+
+-- name: set_progress
+UPDATE readpast_jobs SET progress = :progress
+  WHERE id = :id AND state = 'running' AND lease_token = :token;
+
+-- name: job_errors
+SELECT attempt, at, worker, error FROM readpast_job_errors WHERE job_id = :id ORDER BY id;
 
 -- name: extend
 UPDATE readpast_jobs
@@ -563,7 +630,8 @@ DELETE FROM readpast_jobs
 
 -- name: get
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
-       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload,
+       progress
   FROM readpast_jobs WHERE id = :id;
 
 -- name: has_due_job

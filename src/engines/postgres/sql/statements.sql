@@ -223,7 +223,9 @@ RETURNING j.id, r.token;
 -- name: fail
 -- A dead job keeps its run_at; a retried one gets now + retry_after, or the backoff of the
 -- attempt that just failed (j.attempts, read under the fence). no_retry sends it to dead
--- whatever attempts it has left.
+-- whatever attempts it has left. The same statement records each failed attempt in the
+-- error history (job_errors).
+WITH failed AS (
 UPDATE :"schema".jobs j
 SET state = CASE WHEN j.attempts >= j.max_attempts OR r.no_retry THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN j.attempts >= j.max_attempts OR r.no_retry
@@ -241,7 +243,64 @@ FROM unnest(:ids::bigint[], :tokens::uuid[], :errors::text[], :retry_after_us::b
             :factors::double precision[], :no_retry::boolean[])
      AS r(id, token, error, retry_after_us, base_us, cap_us, factor, no_retry)
 WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
-RETURNING j.id, r.token, j.state;
+RETURNING j.id, r.token, j.state, j.attempts, j.leased_by, j.last_error
+), recorded AS (
+  INSERT INTO :"schema".job_errors (job_id, attempt, at, worker, error)
+  SELECT f.id, f.attempts, statement_timestamp(), f.leased_by, f.last_error FROM failed f
+)
+SELECT f.id, f.token, f.state FROM failed f;
+
+-- name: set_progress
+UPDATE :"schema".jobs j SET progress = :progress::text
+WHERE j.id = :id::bigint AND j.state = 'running' AND j.lease_token = :token::uuid;
+
+-- name: job_errors
+SELECT e.attempt, e.at, e.worker, e.error FROM :"schema".job_errors e
+WHERE e.job_id = :id::bigint ORDER BY e.id;
+
+-- name: find_unique_windows
+-- The open windows among the (queue, unique key) pairs of a batch.
+SELECT w.queue, w.unique_key, w.job_id
+FROM :"schema".unique_windows w
+JOIN unnest(:queues::text[], :unique_keys::text[]) AS k(queue, unique_key)
+  ON w.queue = k.queue AND w.unique_key = k.unique_key
+WHERE w.until > statement_timestamp();
+
+-- name: claim_unique_window
+-- Opens the key's window for a job about to be enqueued (job_id set once it is in), taking
+-- over a closed one. No row back: an open window holds the key — after waiting for the
+-- transaction that holds its row, so that of two enqueues racing for one key, one opens the
+-- window and the other then finds it. :until_us is a duration from now.
+INSERT INTO :"schema".unique_windows AS w (queue, unique_key, job_id, until)
+VALUES (:queue::text, :unique_key::text, NULL,
+        statement_timestamp() + :until_us::bigint * interval '1 microsecond')
+ON CONFLICT (queue, unique_key) DO UPDATE
+  SET job_id = NULL, until = excluded.until
+  WHERE w.until <= statement_timestamp()
+RETURNING true;
+
+-- name: window_holder
+SELECT w.job_id FROM :"schema".unique_windows w
+WHERE w.queue = :queue::text AND w.unique_key = :unique_key::text;
+
+-- name: set_window_job
+-- :job_id NULL: the job was not inserted after all (a live job held the key), so the
+-- window it claimed is dropped.
+WITH dropped AS (
+  DELETE FROM :"schema".unique_windows w
+  WHERE :job_id::bigint IS NULL AND w.queue = :queue::text AND w.unique_key = :unique_key::text
+)
+UPDATE :"schema".unique_windows w SET job_id = :job_id::bigint
+WHERE :job_id::bigint IS NOT NULL AND w.queue = :queue::text
+  AND w.unique_key = :unique_key::text;
+
+-- name: forget_closed_windows
+DELETE FROM :"schema".unique_windows w
+WHERE (w.queue, w.unique_key) IN (
+  SELECT c.queue, c.unique_key FROM :"schema".unique_windows c
+  WHERE c.until <= statement_timestamp()
+  ORDER BY c.until LIMIT :limit::integer
+  FOR UPDATE SKIP LOCKED);
 
 -- name: extend
 UPDATE :"schema".jobs j
@@ -272,7 +331,7 @@ RETURNING j.id, r.token;
 -- Expired leases of one queue, oldest first, at most :batch per statement: walks
 -- jobs_expiry_idx, which holds running jobs only, so it costs the same with ten or ten
 -- million jobs waiting. SKIP LOCKED: a row locked right now is being settled by its
--- worker, which is the better outcome. Migration 1's rescue_expired() has the same body.
+-- worker, which is the better outcome. Migration 7's rescue_expired() has the same body.
 WITH expired AS (
   SELECT j.id FROM :"schema".jobs j
   WHERE j.queue = :queue::text AND j.state = 'running'
@@ -280,7 +339,7 @@ WITH expired AS (
   ORDER BY j.lease_expires_at
   LIMIT :batch::integer
   FOR UPDATE SKIP LOCKED
-)
+), rescued AS (
 UPDATE :"schema".jobs j
 SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN j.attempts >= j.max_attempts THEN statement_timestamp() END,
@@ -291,7 +350,12 @@ SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'available' 
                       ELSE 'lease expired (worker lost)' END,
     lease_expires_at = NULL
 FROM expired
-WHERE j.id = expired.id AND j.state = 'running';
+WHERE j.id = expired.id AND j.state = 'running'
+RETURNING j.id, j.attempts, j.leased_by, j.last_error
+)
+-- Each rescued lease is a failed attempt of the error history, like fail()'s.
+INSERT INTO :"schema".job_errors (job_id, attempt, at, worker, error)
+SELECT r.id, r.attempts, statement_timestamp(), r.leased_by, r.last_error FROM rescued r;
 
 -- name: cancel
 -- Announced on the wake-up channel with the payload '!cancel' (no queue name starts with a
@@ -598,7 +662,7 @@ RETURNING j.id;
 -- name: get
 SELECT j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.lease_token,
           j.leased_by, j.lease_expires_at, j.enqueued_at, j.started_at, j.finished_at,
-          j.unique_key, j.last_error, j.payload
+          j.unique_key, j.last_error, j.payload, j.progress
 FROM :"schema".jobs j
 WHERE j.id = :id::bigint;
 

@@ -31,6 +31,25 @@ INSERT INTO readpast_schema_version (version) VALUES (:version);
 SELECT id FROM readpast_jobs WHERE queue = :queue AND unique_key = :unique_key
   AND (state = 'available' OR state = 'running' OR state = 'waiting');
 
+-- name: find_unique_window
+-- An open window of the key refuses every job of the queue that has the key.
+SELECT job_id FROM readpast_unique_windows
+  WHERE queue = :queue AND unique_key = :unique_key AND until > :now;
+
+-- name: open_unique_window
+-- After the job went in; replaces the key's closed window, if any (an open one refused the
+-- job before it went in).
+INSERT INTO readpast_unique_windows (queue, unique_key, job_id, until)
+  VALUES (:queue, :unique_key, :job_id, :until)
+  ON CONFLICT (queue, unique_key) DO UPDATE
+  SET job_id = excluded.job_id, until = excluded.until;
+
+-- name: forget_closed_windows
+-- At most :limit closed windows, along readpast_unique_windows_until.
+DELETE FROM readpast_unique_windows WHERE (queue, unique_key) IN (
+  SELECT queue, unique_key FROM readpast_unique_windows WHERE until <= :now
+    ORDER BY until LIMIT :limit);
+
 -- name: insert_job
 -- The new id is read with sqlite3_last_insert_rowid(), not RETURNING: RETURNING buffers its
 -- rows in an ephemeral table that every execution would build and free.
@@ -71,6 +90,17 @@ UPDATE readpast_jobs SET state = 'running', attempts = attempts + 1,
             lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error,
             payload;
 
+-- name: record_rescued_errors
+-- In rescue_expired's transaction, before it: one history entry per lease it will rescue,
+-- with the text it writes to last_error.
+INSERT INTO readpast_job_errors (job_id, attempt, at, worker, error)
+  SELECT id, attempts, :now, leased_by,
+         CASE WHEN attempts >= max_attempts
+              THEN 'lease expired after ' || attempts || ' attempts (worker lost)'
+              ELSE 'lease expired (worker lost)' END
+  FROM readpast_jobs
+  WHERE queue = :queue AND state = 'running' AND lease_expires_at <= :now;
+
 -- name: rescue_expired
 UPDATE readpast_jobs SET
     state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'available' END,
@@ -109,7 +139,19 @@ UPDATE readpast_jobs SET
                               * :backoff_factor AS INTEGER)) END,
     last_error = :error, lease_expires_at = NULL
   WHERE id = :id AND state = 'running' AND lease_token = :token
-  RETURNING state;
+  RETURNING state, attempts, leased_by;
+
+-- name: record_error
+-- In fail's transaction, for the attempt it settled: the error history (readpast_job_errors).
+INSERT INTO readpast_job_errors (job_id, attempt, at, worker, error)
+  VALUES (:id, :attempt, :now, :worker, :error);
+
+-- name: set_progress
+UPDATE readpast_jobs SET progress = :progress
+  WHERE id = :id AND state = 'running' AND lease_token = :token;
+
+-- name: job_errors
+SELECT attempt, at, worker, error FROM readpast_job_errors WHERE job_id = :id ORDER BY rowid;
 
 -- name: extend
 UPDATE readpast_jobs SET lease_expires_at = :now + :lease_duration
@@ -408,7 +450,8 @@ DELETE FROM readpast_jobs
 
 -- name: get
 SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
-       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload,
+       progress
   FROM readpast_jobs WHERE id = :id;
 
 -- name: data_version

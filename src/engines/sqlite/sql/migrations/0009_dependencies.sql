@@ -11,7 +11,7 @@
 -- A waiting job holds its unique key, like a live one. Every row, id and the AUTOINCREMENT
 -- counter are kept.
 
-CREATE TABLE readpast_jobs_v7 (
+CREATE TABLE readpast_jobs_v9 (
   id               INTEGER PRIMARY KEY AUTOINCREMENT,  -- increasing, never reused
   queue            TEXT    NOT NULL,
   state            TEXT    NOT NULL DEFAULT 'available'
@@ -30,21 +30,24 @@ CREATE TABLE readpast_jobs_v7 (
   unique_key       TEXT,
   last_error       TEXT,
   payload          BLOB    NOT NULL DEFAULT x'',
+  progress         TEXT,                               -- version 7
   waiting_for      INTEGER NOT NULL DEFAULT 0,
   notify           INTEGER NOT NULL DEFAULT 0,
   delay_us         INTEGER NOT NULL DEFAULT 0,
   group_name       TEXT
 );
 INSERT INTO sqlite_sequence (name, seq)
-  SELECT 'readpast_jobs_v7', seq FROM sqlite_sequence WHERE name = 'readpast_jobs';
-INSERT INTO readpast_jobs_v7 (id, queue, state, priority, run_at, attempts, max_attempts,
+  SELECT 'readpast_jobs_v9', seq FROM sqlite_sequence WHERE name = 'readpast_jobs';
+INSERT INTO readpast_jobs_v9 (id, queue, state, priority, run_at, attempts, max_attempts,
                               lease_token, leased_by, lease_expires_at, enqueued_at,
-                              started_at, finished_at, unique_key, last_error, payload)
+                              started_at, finished_at, unique_key, last_error, payload,
+                              progress)
   SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
-         lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload
+         lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload,
+         progress
   FROM readpast_jobs;
-DROP TABLE readpast_jobs;
-ALTER TABLE readpast_jobs_v7 RENAME TO readpast_jobs;
+DROP TABLE readpast_jobs;  -- and with it its indexes and triggers, recreated below
+ALTER TABLE readpast_jobs_v9 RENAME TO readpast_jobs;
 CREATE INDEX readpast_jobs_lease ON readpast_jobs (queue, priority, run_at, id)
   WHERE state = 'available';
 CREATE INDEX readpast_jobs_expiry ON readpast_jobs (queue, lease_expires_at)
@@ -65,6 +68,12 @@ CREATE TRIGGER readpast_jobs_queue_name_insert BEFORE INSERT ON readpast_jobs
 CREATE TRIGGER readpast_jobs_queue_name_update BEFORE UPDATE OF queue ON readpast_jobs
   WHEN NOT (typeof(NEW.queue) = 'text' AND length(NEW.queue) BETWEEN 1 AND 128 AND NEW.queue GLOB '[A-Za-z0-9]*' AND NEW.queue NOT GLOB '*[^A-Za-z0-9_.-]*')
   BEGIN SELECT RAISE(ABORT, 'invalid queue name'); END;
+-- Migration 7's: a job's error history goes with it.
+CREATE TRIGGER readpast_job_errors_follow AFTER DELETE ON readpast_jobs
+  FOR EACH ROW WHEN old.last_error IS NOT NULL
+BEGIN
+  DELETE FROM readpast_job_errors WHERE job_id = old.id;
+END;
 
 -- One row per edge: job_id waits for depends_on, a job's id, or minus a group's id for a job
 -- enqueued after a group. met: depends_on succeeded (the group finished) while job_id waited
