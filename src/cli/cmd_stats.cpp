@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "cli/arguments.hpp"
+#include "cli/job_text.hpp"
 #include "cli/output_table.hpp"
 #include "cli/session.hpp"
 #include "json/job_json.hpp"
@@ -164,12 +165,14 @@ CliStatus stats(Session& session, const StatsArgs& args) {
                {"DEAD", Align::kRight},
                {"CANCELLED", Align::kRight},
                {"OLDEST AVAILABLE", Align::kRight},
-               {"PAUSED"}});
+               {"PAUSED"},
+               {"LIMITS"}});
   for (const auto& s : stats) {
     table.add_row({s.queue, std::to_string(s.available), std::to_string(s.scheduled),
                    std::to_string(s.running), std::to_string(s.expired),
                    std::to_string(s.succeeded), std::to_string(s.dead), std::to_string(s.cancelled),
-                   age_text(s.oldest_available_age), s.paused ? "yes" : "no"});
+                   age_text(s.oldest_available_age), s.paused ? "yes" : "no",
+                   limits_text(s.limits)});
   }
   session.console().write_stdout(table.render());
   return {};
@@ -184,14 +187,15 @@ Command add_stats_command(CLI::App& parent) {
       "Count the jobs of every queue (or of QUEUE) per state. 'available' includes "
       "'scheduled' (run_at still in the future); 'running' includes 'expired' (the lease has "
       "passed and no rescue has moved the job yet: its worker is probably gone; see 'readpast "
-      "rescue'); OLDEST AVAILABLE is the age of the oldest job that is due and waiting. --watch "
+      "rescue'); OLDEST AVAILABLE is the age of the oldest job that is due and waiting; LIMITS are "
+      "the queue's global limits ('readpast limit'). --watch "
       "redraws the table every --interval with the rates "
       "of jobs that succeeded and died per second (jobs deleted on completion, with a zero "
       "retention, are not counted), until Ctrl-C.");
   app->add_option("QUEUE", args->queue, "Only this queue");
   app->add_flag("--json", args->json,
                 "Print {\"queues\": {NAME: {available, scheduled, running, expired, succeeded, "
-                "dead, cancelled, oldest_available_age_s, paused}}}");
+                "dead, cancelled, oldest_available_age_s, paused, limits: {running, rate}}}}");
   app->add_flag("--watch", args->watch, "Refresh a live table with rates until Ctrl-C");
   app->add_option("--interval", args->interval, "With --watch: how often (default: 1s)")
       ->type_name("DUR");
