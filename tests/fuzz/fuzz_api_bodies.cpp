@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "readpast/queue.hpp"
 #include "server/api_bodies.hpp"
 
 namespace {
