@@ -251,6 +251,7 @@ class PostgresEngine final : public Engine {
   }
 
   Result<LimitedLease> lease_limited(const LeaseRequest& request) override {
+    listener_.lease_started(request.queue);
     using S = pg::sql::lease_limited;
     const ArrayParam tokens = fresh_tokens(request.max_jobs);
     auto rows = exec(sql_.lease_limited, Params(S::param_count)
@@ -280,6 +281,8 @@ class PostgresEngine final : public Engine {
       result.jobs = std::move(*jobs);
       return result;
     }
+    // Full: as lease() does, pass a wake-up on to another waiter (the limits allowed it all).
+    if (std::ssize(result.jobs) == request.max_jobs) listener_.wake_one(request.queue);
     sort_in_handout_order(result.jobs);
     return result;
   }
