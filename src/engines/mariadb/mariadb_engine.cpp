@@ -498,7 +498,12 @@ class MariadbEngine final : public Engine {
         using Q = sql::has_due_job;
         auto rows = c.run<Q>(c.params<Q>().set(Q::queue, queue));
         if (!rows) return fail_with(rows.error());
-        return !rows->empty() && rows->int64(0, 0) != 0;
+        const bool is_due = !rows->empty() && rows->int64(0, 0) != 0;
+        if (!is_due || rows->int64(0, 1) == 0) return is_due;
+        using T = sql::queue_throttled;
+        auto throttled = c.run<T>(c.params<T>().set(T::queue, queue));
+        if (!throttled) return fail_with(throttled.error());
+        return throttled->empty() || throttled->int64(0, 0) == 0;
       });
       if (!due) return fail_with(due.error());
       if (*due) return true;

@@ -623,26 +623,32 @@ SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, 
   FROM readpast_jobs WHERE id = :id;
 
 -- name: has_due_job
--- wait_for_work's poll: is a job due (and the queue not paused), and would its limits let a
--- lease take it (fewer running jobs than the running limit, a rate slot out of its window)?
--- A throttled worker then waits instead of spinning. Along readpast_jobs_lease; under a
--- running limit the running jobs are about as many as the limit.
+-- wait_for_work's poll: is a job due (and the queue not paused)? Along readpast_jobs_lease.
+-- The second column says whether the queue has limits (one probe of readpast_queues' primary
+-- key): only then does the poll ask queue_throttled too, so that the poll of a queue without
+-- limits stays what it was.
 SELECT EXISTS (SELECT 1 FROM readpast_jobs
                WHERE queue = :queue AND state = 'available'
                  AND run_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
-   AND NOT EXISTS (SELECT 1 FROM readpast_queues q
-                   WHERE q.name = :queue
-                     AND (q.paused_at IS NOT NULL
-                          OR (q.running_limit IS NOT NULL
-                              AND (SELECT count(*) FROM readpast_jobs r
-                                   WHERE r.queue = :queue AND r.state = 'running')
-                                  >= q.running_limit)
-                          OR (q.rate_count IS NOT NULL
-                              AND NOT EXISTS (
-                                SELECT 1 FROM readpast_rate_slots s
-                                WHERE s.queue = :queue
-                                  AND s.leased_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
-                                                     - q.rate_window))));
+   AND NOT EXISTS (SELECT 1 FROM readpast_queues WHERE name = :queue AND paused_at IS NOT NULL),
+       EXISTS (SELECT 1 FROM readpast_queues
+               WHERE name = :queue AND (running_limit IS NOT NULL OR rate_count IS NOT NULL));
+
+-- name: queue_throttled
+-- Would the queue's limits keep a lease from taking a job now (as many running as the running
+-- limit, no rate slot out of its window)? A throttled worker then waits instead of spinning.
+-- Under a running limit the running jobs are about as many as the limit.
+SELECT EXISTS (SELECT 1 FROM readpast_queues q
+               WHERE q.name = :queue
+                 AND ((q.running_limit IS NOT NULL
+                       AND (SELECT count(*) FROM readpast_jobs r
+                            WHERE r.queue = :queue AND r.state = 'running') >= q.running_limit)
+                      OR (q.rate_count IS NOT NULL
+                          AND NOT EXISTS (
+                            SELECT 1 FROM readpast_rate_slots s
+                            WHERE s.queue = :queue
+                              AND s.leased_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
+                                                 - q.rate_window))));
 
 -- name: add_metric
 -- One series of a flush (docs/metrics.md): its stored total grows by the value. A flush
