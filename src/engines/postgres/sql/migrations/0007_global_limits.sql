@@ -99,6 +99,10 @@ BEGIN
       SELECT p.id, row_number() OVER () AS n FROM (
         SELECT j.id FROM :"schema".jobs j
         WHERE j.queue = p_queue AND j.state = 'available' AND j.run_at <= v_now
+          -- As in the plain lease: one probe of jobs_due_idx stops the walk at once when no
+          -- job is due, instead of stepping over every scheduled one.
+          AND (SELECT min(d.run_at) FROM :"schema".jobs d
+               WHERE d.queue = p_queue AND d.state = 'available') <= v_now
         ORDER BY j.priority, j.run_at, j.id
         LIMIT allowed
         FOR UPDATE SKIP LOCKED
@@ -123,9 +127,8 @@ BEGIN
     END IF;
   END IF;
   IF binding IS NULL OR taken < allowed
-     OR NOT EXISTS (SELECT 1 FROM :"schema".jobs j
-                    WHERE j.queue = p_queue AND j.state = 'available'
-                      AND j.run_at <= v_now) THEN
+     OR NOT coalesce((SELECT min(j.run_at) FROM :"schema".jobs j
+                      WHERE j.queue = p_queue AND j.state = 'available') <= v_now, false) THEN
     binding := NULL;
   END IF;
   IF lim.paused_at IS NOT NULL THEN
