@@ -140,7 +140,7 @@ SELECT EXISTS (SELECT 1 FROM readpast_jobs FORCE INDEX (readpast_jobs_lease)
                  AND run_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED));
 
 -- name: set_limits
--- readpast_set_limits (migration 6) validates again and resizes the rate's slots.
+-- readpast_set_limits (migration 7) validates again and resizes the rate's slots.
 CALL readpast_set_limits(:queue, :running, :rate_count, :rate_window);
 
 -- name: clear_limits

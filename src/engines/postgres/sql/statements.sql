@@ -603,7 +603,7 @@ GROUP BY j.queue
 ORDER BY j.queue;
 
 -- name: lease_limited
--- See the function (migration 7). params: queue, worker, max_jobs, lease_us, tokens
+-- See the function (migration 8). params: queue, worker, max_jobs, lease_us, tokens
 SELECT * FROM :"schema".lease_limited(:queue::text, :worker::text, :max_jobs::integer,
                                       :lease_us::bigint, :tokens::uuid[]);
 

@@ -1,4 +1,4 @@
--- 6: global limits of a queue (docs/workflows.md "Global limits"). NULL: no such limit. The
+-- 7: global limits of a queue (docs/workflows.md "Global limits"). NULL: no such limit. The
 -- engine's plain lease reads them in the same row as paused_at and hands out nothing of a
 -- limited queue (the engine's lease under limits serves those). A rate of N/DUR keeps N slots
 -- (readpast_rate_slots), each the time of one of the queue's N latest leases (0: none yet).

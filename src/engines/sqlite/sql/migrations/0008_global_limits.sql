@@ -1,4 +1,4 @@
--- 7: global limits of a queue (docs/workflows.md "Global limits"). NULL: no such limit. The
+-- 8: global limits of a queue (docs/workflows.md "Global limits"). NULL: no such limit. The
 -- plain lease reads them in the same row as paused_at, so a queue without limits costs it
 -- nothing more. A rate of N/DUR keeps N slots, each holding the time of one of the queue's
 -- N latest leases (0: none yet): a lease may take as many jobs as there are slots older

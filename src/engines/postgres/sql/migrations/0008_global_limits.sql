@@ -1,4 +1,4 @@
--- Migration 7: global limits of a queue (docs/workflows.md "Global limits"). NULL: no such
+-- Migration 8: global limits of a queue (docs/workflows.md "Global limits"). NULL: no such
 -- limit. The engine's plain lease reads them in the same row as paused_at (one probe of the
 -- queues table's primary key, as before), and hands out nothing of a limited queue:
 -- lease_limited below serves those. A rate of N/DUR keeps N slots (rate_slots), each the time
