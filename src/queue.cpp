@@ -99,6 +99,38 @@ struct Queue::State {
     return true;
   }
 
+  // Whether each queue has limits, as this Queue last saw it (guarded by mu). A queue without
+  // limits takes the plain lease, which hands out nothing of a limited queue (the same row
+  // read as the pause test): so a stale "no limits" costs an empty lease, never a limit
+  // broken, and it is looked up again when a lease comes back empty, at most once per
+  // kLimitsRecheck per queue. A limited queue's lease says itself whether limits remain.
+  static constexpr auto kLimitsRecheck = std::chrono::seconds(1);
+  struct LimitHint {
+    bool limited = false;
+    std::chrono::steady_clock::time_point checked{};
+  };
+  std::map<std::string, LimitHint, std::less<>> limit_hints;
+
+  bool limited(std::string_view queue) {
+    std::lock_guard lock(mu);
+    auto it = limit_hints.find(queue);
+    return it != limit_hints.end() && it->second.limited;
+  }
+  // True when the queue's limits are due to be looked up again; marks them looked up.
+  bool limits_recheck_due(std::string_view queue) {
+    auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(mu);
+    auto it = limit_hints.find(queue);
+    if (it != limit_hints.end() && now - it->second.checked < kLimitsRecheck) return false;
+    limit_hints.insert_or_assign(std::string(queue), LimitHint{false, now});
+    return true;
+  }
+  void note_limited(std::string_view queue, bool is_limited) {
+    auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(mu);
+    limit_hints.insert_or_assign(std::string(queue), LimitHint{is_limited, now});
+  }
+
   const Backoff& backoff_for(std::string_view queue) const {
     auto it = options.queue_backoff.find(queue);
     return it == options.queue_backoff.end() ? options.backoff : it->second;
@@ -235,7 +267,24 @@ Result<std::vector<Job>> Queue::lease(const LeaseRequest& request) {
   // Jobs that waited for others become available here, even when only workers run.
   if (!state_->options.read_only && state_->resolve_due()) state_->resolve_one_round();
   const auto sent = std::chrono::steady_clock::now();
-  auto jobs = state_->noted(state_->engine->lease(request));
+  bool limited = state_->limited(request.queue);
+  Result<std::vector<Job>> jobs = std::vector<Job>{};
+  if (!limited) {
+    jobs = state_->noted(state_->engine->lease(request));
+    if (jobs && jobs->empty() && state_->limits_recheck_due(request.queue)) {
+      auto limits = state_->noted(state_->engine->limits(request.queue));
+      if (!limits) return fail_with(limits.error());
+      limited = !limits->empty();
+      state_->note_limited(request.queue, limited);
+    }
+  }
+  if (limited) {
+    auto taken = state_->noted(state_->engine->lease_limited(request));
+    if (!taken) return fail_with(taken.error());
+    state_->note_limited(request.queue, taken->limited);
+    if (taken->throttled) state_->metrics->throttled(request.queue, *taken->throttled);
+    jobs = std::move(taken->jobs);
+  }
   if (jobs) {
     state_->metrics->leased(
         request.queue, *jobs, request.lease_duration,
@@ -479,6 +528,29 @@ Status Queue::pause(std::string_view queue) {
 Status Queue::resume(std::string_view queue) {
   if (auto ok = validate_queue_name(queue); !ok) return ok;
   return state_->engine->set_paused(queue, false);
+}
+
+Status Queue::set_limits(std::string_view queue, const QueueLimits& limits) {
+  if (auto ok = validate_queue_name(queue); !ok) return ok;
+  if (auto ok = validate_limits(limits); !ok) return ok;
+  if (limits.empty()) {
+    return fail_with(Error::invalid_argument("no limit given: set a running limit or a rate"));
+  }
+  auto done = state_->noted(state_->engine->set_limits(queue, limits));
+  if (done) state_->note_limited(queue, true);
+  return done;
+}
+
+Status Queue::clear_limits(std::string_view queue) {
+  if (auto ok = validate_queue_name(queue); !ok) return ok;
+  auto done = state_->noted(state_->engine->clear_limits(queue));
+  if (done) state_->note_limited(queue, false);
+  return done;
+}
+
+Result<QueueLimits> Queue::limits(std::string_view queue) {
+  if (auto ok = validate_queue_name(queue); !ok) return fail_with(ok.error());
+  return state_->noted(state_->engine->limits(queue));
 }
 
 Result<bool> Queue::add_schedule(const Schedule& schedule) {

@@ -165,6 +165,31 @@ struct PurgeRequest {
   std::optional<int> limit;               // delete at most this many (small batches)
 };
 
+// A rate limit: at most `count` leases of the queue's jobs in any window of `window` (a
+// sliding window, not fixed buckets). Written "N/DUR", e.g. "100/1s", "5000/1m".
+struct RateLimit {
+  std::int64_t count = 0;
+  Duration window{0};
+  friend bool operator==(const RateLimit&, const RateLimit&) = default;
+};
+
+// A queue's global limits, over every worker on every host (Queue::set_limits,
+// docs/workflows.md "Global limits"). A limit never makes a lease wait: the lease returns
+// fewer jobs, or none.
+struct QueueLimits {
+  // At most this many jobs of the queue running at once (expired leases count until
+  // rescued).
+  std::optional<std::int64_t> running{};
+  std::optional<RateLimit> rate{};
+  bool empty() const noexcept { return !running && !rate; }
+  friend bool operator==(const QueueLimits&, const QueueLimits&) = default;
+};
+
+// The largest running limit and rate count readpast accepts: a rate keeps one row per
+// lease it counts (docs/schema.md), so its count is bounded.
+inline constexpr std::int64_t kMaxRunningLimit = 1'000'000'000;
+inline constexpr std::int64_t kMaxRateCount = 100'000;
+
 struct QueueStats {
   std::string queue;
   std::int64_t available = 0;  // includes scheduled
@@ -183,6 +208,9 @@ struct QueueStats {
   // Paused queues hand out no jobs (Queue::pause); a paused queue is listed even when it
   // holds no job.
   bool paused = false;
+  // The queue's global limits (empty when it has none); a queue with limits is listed
+  // even when it holds no job.
+  QueueLimits limits{};
 };
 
 // The jobs of a queue that finished recently, for rates: how many reached succeeded or dead

@@ -151,6 +151,16 @@ class Queue {
   Status pause(std::string_view queue);
   Status resume(std::string_view queue);
 
+  // Global limits of a queue, over every worker on every host (docs/workflows.md "Global
+  // limits"). set_limits sets the limits given and keeps the queue's other one; clear_limits
+  // removes both. Once set, a lease of the queue takes at most running-limit minus running
+  // jobs and at most as many as leave the rate held in every window; it never waits for
+  // another worker's lease (it returns fewer jobs, or none). Jobs running when a limit is
+  // set keep running. limits() is empty for a queue without limits.
+  Status set_limits(std::string_view queue, const QueueLimits& limits);
+  Status clear_limits(std::string_view queue);
+  Result<QueueLimits> limits(std::string_view queue);
+
   // Periodic jobs (see Schedule). add_schedule creates a schedule, or replaces the one of
   // that name (keeping its last tick, so no tick is enqueued twice); returns true when it
   // created one.
@@ -239,5 +249,13 @@ Status validate_queue_name(std::string_view name);
 Status validate_schedule_name(std::string_view name);
 // Group names (NewJob::group) too.
 Status validate_group_name(std::string_view name);
+
+// Rates are written "N/DUR" (N from 1 to kMaxRateCount, DUR a positive duration as
+// parse_duration reads it): "100/1s", "5000/1m". format_rate writes what parse_rate reads.
+Result<RateLimit> parse_rate(std::string_view text);
+std::string format_rate(const RateLimit& rate);
+Status validate_rate(const RateLimit& rate);
+// A running limit from 1 to kMaxRunningLimit, a valid rate.
+Status validate_limits(const QueueLimits& limits);
 
 }  // namespace readpast

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "cli/arguments.hpp"
+#include "cli/job_text.hpp"
 #include "cli/output_table.hpp"
 #include "cli/session.hpp"
 #include "json/job_json.hpp"
@@ -199,13 +200,14 @@ CliStatus stats(Session& session, const StatsArgs& args) {
                {"CANCELLED", Align::kRight},
                {"WAITING", Align::kRight},
                {"OLDEST AVAILABLE", Align::kRight},
-               {"PAUSED"}});
+               {"PAUSED"},
+               {"LIMITS"}});
   for (const auto& s : stats) {
     table.add_row({s.queue, std::to_string(s.available), std::to_string(s.scheduled),
                    std::to_string(s.running), std::to_string(s.expired),
                    std::to_string(s.succeeded), std::to_string(s.dead), std::to_string(s.cancelled),
                    std::to_string(s.waiting), age_text(s.oldest_available_age),
-                   s.paused ? "yes" : "no"});
+                   s.paused ? "yes" : "no", limits_text(s.limits)});
   }
   session.console().write_stdout(table.render());
   return {};
@@ -220,15 +222,17 @@ Command add_stats_command(CLI::App& parent) {
       "Count the jobs of every queue (or of QUEUE) per state. 'available' includes "
       "'scheduled' (run_at still in the future); 'running' includes 'expired' (the lease has "
       "passed and no rescue has moved the job yet: its worker is probably gone; see 'readpast "
-      "rescue'); 'waiting' jobs wait for other jobs to succeed (enqueue --after); OLDEST AVAILABLE "
-      "is the age of the oldest job that is due and waiting. --watch "
+      "rescue'); 'waiting' jobs wait for other jobs to succeed (enqueue --after); OLDEST "
+      "AVAILABLE is the age of the oldest job that is due and waiting; LIMITS are the queue's "
+      "global limits ('readpast limit'). --watch "
       "redraws the table every --interval with the rates "
       "of jobs that succeeded and died per second (jobs deleted on completion, with a zero "
       "retention, are not counted), until Ctrl-C.");
   app->add_option("QUEUE", args->queue, "Only this queue");
   app->add_flag("--json", args->json,
                 "Print {\"queues\": {NAME: {available, scheduled, running, expired, succeeded, "
-                "dead, cancelled, waiting, oldest_available_age_s, paused}}}");
+                "dead, cancelled, waiting, oldest_available_age_s, paused, limits: {running, "
+                "rate}}}}");
   app->add_option("--group", args->group,
                   "Count the members of group NAME per state instead, and the jobs enqueued "
                   "--after-group NAME that still wait (--json: {\"groups\": {NAME: {waiting, "

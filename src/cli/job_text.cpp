@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "core/utf8.hpp"
+#include "readpast/queue.hpp"
 
 namespace readpast::cli {
 
@@ -142,6 +143,13 @@ std::string job_details(const Job& job, TimePoint now, const Dependencies& depen
   out += escape_for_terminal(job.payload);
   out += '\n';
   return out;
+}
+
+std::string limits_text(const QueueLimits& limits) {
+  std::string text;
+  if (limits.running) text = "running " + std::to_string(*limits.running);
+  if (limits.rate) text += (text.empty() ? "rate " : ", rate ") + format_rate(*limits.rate);
+  return text.empty() ? "-" : text;
 }
 
 }  // namespace readpast::cli

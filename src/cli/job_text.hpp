@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "readpast/job.hpp"
+#include "readpast/options.hpp"
 
 namespace readpast::cli {
 
@@ -24,6 +25,9 @@ std::string escape_for_terminal(std::string_view text, std::size_t max_chars = 0
 // "available", "scheduled" (available, run_at in the future) or "retrying" (available,
 // attempts > 0), or the stored state.
 std::string display_state(const Job& job, TimePoint now);
+
+// A queue's global limits: "running 5, rate 100/1s", "running 5", "rate 100/1s" or "-".
+std::string limits_text(const QueueLimits& limits);
 
 // "2026-11-22T10:00:00Z" (seconds; the JSON has microseconds).
 std::string short_time(TimePoint t);

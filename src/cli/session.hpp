@@ -101,6 +101,7 @@ Command add_cancel_command(CLI::App& parent);
 Command add_purge_command(CLI::App& parent);
 Command add_rescue_command(CLI::App& parent);
 Command add_pause_command(CLI::App& parent);
+Command add_limit_command(CLI::App& parent);
 Command add_resume_command(CLI::App& parent);
 Command add_schedule_command(CLI::App& parent);
 Command add_metrics_command(CLI::App& parent);

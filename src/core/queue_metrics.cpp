@@ -26,12 +26,18 @@ constexpr std::array<MetricFamily, 8> kFamilies = {{
      "From when a job was due (enqueued, or its run_at) to its start, on the database's clock."},
     {"readpast_lease_seconds", "histogram", "Round trip of one lease call to the database."},
 }};
+// Per queue, labelled by the limit (running, rate) that cut the lease short.
+constexpr MetricFamily kThrottledFamily = {
+    "readpast_lease_throttled_total", "counter",
+    "Leases that took fewer jobs than asked because of a queue's limit, while a due job was "
+    "left."};
 // Not a per-queue family: counted for the whole process.
 constexpr MetricFamily kErrorsFamily = {"readpast_database_errors_total", "counter",
                                         "Calls the database failed, by kind."};
-constexpr std::array<MetricFamily, kFamilies.size() + 1> kAllFamilies = [] {
-  std::array<MetricFamily, kFamilies.size() + 1> all{};
+constexpr std::array<MetricFamily, kFamilies.size() + 2> kAllFamilies = [] {
+  std::array<MetricFamily, kFamilies.size() + 2> all{};
   std::copy(kFamilies.begin(), kFamilies.end(), all.begin());
+  all[kFamilies.size()] = kThrottledFamily;
   all.back() = kErrorsFamily;
   return all;
 }();
@@ -113,6 +119,12 @@ void QueueMetrics::rescued(std::string_view queue, std::int64_t count) {
   tally_for(queue).outcomes[static_cast<std::size_t>(Outcome::kRescued)] += count;
 }
 
+void QueueMetrics::throttled(std::string_view queue, LimitKind limit) {
+  if (!enabled()) return;
+  std::lock_guard lock(mu_);
+  ++tally_for(queue).throttled[static_cast<std::size_t>(limit)];
+}
+
 void QueueMetrics::database_error(ErrorCode code) {
   if (!enabled()) return;
   if (code != ErrorCode::kUnavailable && code != ErrorCode::kSchema &&
@@ -148,6 +160,12 @@ std::vector<MetricSample> QueueMetrics::take() {
     for (std::size_t o = 0; o < kOutcomeCount; ++o) {
       if (tally.outcomes[o] != 0)
         add(kFamilies[kOutcomeFamily[o]].name, queue, "", "", tally.outcomes[o]);
+    }
+    for (std::size_t l = 0; l < kLimitKindCount; ++l) {
+      if (tally.throttled[l] != 0) {
+        add(kThrottledFamily.name, queue, "limit", limit_kind_name(static_cast<LimitKind>(l)),
+            tally.throttled[l]);
+      }
     }
     for (std::size_t t = 0; t < kTimingCount; ++t) {
       if (tally.count[t] == 0) continue;

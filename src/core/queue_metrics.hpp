@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/limits.hpp"
 #include "readpast/error.hpp"
 #include "readpast/job.hpp"
 #include "readpast/options.hpp"
@@ -67,6 +68,8 @@ class QueueMetrics {
   // A release: the job is forgotten without an outcome.
   void forget(JobId id);
   void rescued(std::string_view queue, std::int64_t count);
+  // A lease of the queue that the limit cut short while a due job was left behind.
+  void throttled(std::string_view queue, LimitKind limit);
   // A call the database failed (unavailable, schema, internal); other codes are the
   // caller's, not the database's, and are ignored.
   void database_error(ErrorCode code);
@@ -82,6 +85,7 @@ class QueueMetrics {
  private:
   struct Tally {
     std::array<std::int64_t, kOutcomeCount> outcomes{};
+    std::array<std::int64_t, kLimitKindCount> throttled{};
     // Per timing: non-cumulative bucket counts (the last is +Inf), the sum in microseconds.
     std::array<std::array<std::int64_t, kBucketBounds.size() + 1>, kTimingCount> buckets{};
     std::array<std::int64_t, kTimingCount> sum_us{};

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/dependencies.hpp"
+#include "core/limits.hpp"
 #include "core/schedule_spec.hpp"
 #include "readpast/error.hpp"
 #include "readpast/job.hpp"
@@ -92,6 +93,26 @@ inline void add_group_count(GroupStats& stats, std::string_view state, std::int6
   }
 }
 
+// What a lease under limits took (Engine::lease_limited).
+struct LimitedLease {
+  std::vector<Job> jobs;
+  // The limit that made the lease take fewer jobs than asked while a due job was left
+  // behind (readpast_lease_throttled_total, docs/metrics.md).
+  std::optional<LimitKind> throttled;
+  // False when the queue turned out to have no limits (the lease then took jobs as lease()
+  // does), so that Queue stops taking this path for it.
+  bool limited = true;
+};
+
+// Fills in a queue's limits from its stats row of state 'limits' (running_limit, rate_count,
+// rate_window in microseconds), the same on every engine.
+inline void set_limits_row(QueueStats& stats, std::optional<std::int64_t> running_limit,
+                           std::optional<std::int64_t> rate_count,
+                           std::optional<std::int64_t> rate_window) {
+  stats.limits.running = running_limit;
+  if (rate_count) stats.limits.rate = RateLimit{*rate_count, Duration(rate_window.value_or(1))};
+}
+
 // nullopt = lease lost for that item.
 using FailResult = std::optional<FailOutcome>;
 
@@ -105,7 +126,20 @@ class Engine {
   virtual Status check_schema() = 0;
 
   virtual Result<std::vector<Enqueued>> enqueue(std::span<const NewJob> jobs) = 0;
+  // Hands out nothing of a queue that is paused or has limits (lease_limited serves those):
+  // its test reads the same row of the queues table as the pause test did.
   virtual Result<std::vector<Job>> lease(const LeaseRequest& request) = 0;
+  // The lease of a queue with limits, in one short transaction: takes the queue's row of
+  // the queues table without waiting (another lease holding it: nothing this time), counts
+  // its running jobs (up to the running limit, along an index) and its free rate slots (up
+  // to max_jobs), leases what lease_allowance allows and stamps that many rate slots with
+  // the lease's time. Never reads more available jobs than it takes, plus one to tell
+  // whether the limit left a due job behind.
+  virtual Result<LimitedLease> lease_limited(const LeaseRequest& request) = 0;
+  virtual Result<QueueLimits> limits(std::string_view queue) = 0;
+  // Sets the limits given (a rate's slots resized by resized_rate_slots), keeps the other.
+  virtual Status set_limits(std::string_view queue, const QueueLimits& limits) = 0;
+  virtual Status clear_limits(std::string_view queue) = 0;
   // delete_row: retention is zero, so the row is deleted instead of kept as succeeded.
   virtual Result<std::vector<bool>> complete(std::span<const LeasedRef> refs, bool delete_row) = 0;
   virtual Result<std::vector<FailResult>> fail(std::span<const FailItem> items) = 0;

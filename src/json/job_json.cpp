@@ -4,6 +4,7 @@
 
 #include "core/utf8.hpp"
 #include "core/validate.hpp"
+#include "readpast/queue.hpp"
 
 namespace readpast::json {
 namespace {
@@ -157,6 +158,13 @@ nlohmann::ordered_json job_details_to_json(const Job& job) {
   return j;
 }
 
+nlohmann::ordered_json limits_to_json(const QueueLimits& limits) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  j["running"] = limits.running ? nlohmann::ordered_json(*limits.running) : nullptr;
+  j["rate"] = limits.rate ? nlohmann::ordered_json(format_rate(*limits.rate)) : nullptr;
+  return j;
+}
+
 nlohmann::ordered_json queue_stats_to_json(const QueueStats& s) {
   return {
       {"available", s.available},
@@ -169,6 +177,7 @@ nlohmann::ordered_json queue_stats_to_json(const QueueStats& s) {
       {"waiting", s.waiting},
       {"oldest_available_age_s", std::chrono::duration<double>(s.oldest_available_age).count()},
       {"paused", s.paused},
+      {"limits", limits_to_json(s.limits)},
   };
 }
 

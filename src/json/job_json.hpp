@@ -35,6 +35,8 @@ nlohmann::ordered_json job_details_to_json(const Job& job);
 // One queue's counts: {"available": n, "scheduled": n, "running": n, "succeeded": n,
 // "dead": n, "cancelled": n, "oldest_available_age_s": x, "paused": bool}
 nlohmann::ordered_json queue_stats_to_json(const QueueStats& stats);
+// A queue's global limits: {"running": n|null, "rate": "N/DUR"|null} (docs/http.md).
+nlohmann::ordered_json limits_to_json(const QueueLimits& limits);
 
 // {"queues": {"NAME": queue_stats_to_json(its stats), ...}}
 nlohmann::ordered_json stats_to_json(const std::vector<QueueStats>& stats);

@@ -229,6 +229,26 @@ Result<PurgeRequest> read_purge(const JsonBody& body, const std::string& queue) 
       .queue = queue, .state = *state, .older_than = *older_than, .limit = std::nullopt};
 }
 
+Result<QueueLimits> read_limits(const JsonBody& body) {
+  if (auto ok = body.only({"running", "rate"}); !ok) return fail_with(ok.error());
+  QueueLimits limits;
+  auto running = body.integer("running");
+  if (!running) return fail_with(running.error());
+  limits.running = *running;
+  auto rate = body.text("rate");
+  if (!rate) return fail_with(rate.error());
+  if (*rate) {
+    auto parsed = parse_rate(**rate);
+    if (!parsed) return fail_with(Error::invalid_argument("\"rate\": " + parsed.error().message));
+    limits.rate = *parsed;
+  }
+  if (limits.empty()) {
+    return fail_with(Error::invalid_argument("give \"running\" or \"rate\" (or both)"));
+  }
+  if (auto ok = validate_limits(limits); !ok) return fail_with(ok.error());
+  return limits;
+}
+
 Result<ListQuery> read_list_query(const HttpRequest& request) {
   ListQuery query;
   ListRequest& list = query.list;

@@ -81,5 +81,8 @@ struct ListQuery {
 Result<ListQuery> read_list_query(const HttpRequest& request);
 // POST /api/queues/Q/purge: {"state", "older_than"}
 Result<PurgeRequest> read_purge(const JsonBody& body, const std::string& queue);
+// PUT /api/queues/Q/limits: {"running": 1..kMaxRunningLimit, "rate": "N/DUR"}, at least one;
+// a limit left out is kept (docs/http.md "Global limits").
+Result<QueueLimits> read_limits(const JsonBody& body);
 
 }  // namespace readpast::server

@@ -1,5 +1,5 @@
-// Queues as a whole: counts and rates, pause/resume, retry every dead job, purge, and the
-// throughput history behind the dashboard's chart.
+// Queues as a whole: counts and rates, pause/resume, global limits, retry every dead job, purge,
+// and the throughput history behind the dashboard's chart.
 #include <chrono>
 
 #include "json/job_json.hpp"
@@ -57,6 +57,30 @@ Result<HttpResponse> pause_or_resume(Queue& queue, const HttpRequest& request, b
   auto done = pause ? queue.pause(*name) : queue.resume(*name);
   if (!done) return fail_with(done.error());
   return json_response(200, {{"queue", *name}, {"paused", pause}});
+}
+
+// GET, PUT (read_limits), DELETE /api/queues/Q/limits → {"queue": Q, "running": n|null,
+// "rate": "N/DUR"|null}: the limits in force after the call.
+Result<HttpResponse> limits(Queue& queue, const HttpRequest& request) {
+  auto name = queue_param(request);
+  if (!name) return fail_with(name.error());
+  if (request.method != "GET") {
+    auto body = JsonBody::parse(request.body);
+    if (!body) return fail_with(body.error());
+    if (request.method == "PUT") {
+      auto wanted = read_limits(*body);
+      if (!wanted) return fail_with(wanted.error());
+      if (auto done = queue.set_limits(*name, *wanted); !done) return fail_with(done.error());
+    } else {
+      if (auto ok = read_empty(*body); !ok) return fail_with(ok.error());
+      if (auto done = queue.clear_limits(*name); !done) return fail_with(done.error());
+    }
+  }
+  auto now = queue.limits(*name);
+  if (!now) return fail_with(now.error());
+  Json out = {{"queue", *name}};
+  out.update(json::limits_to_json(*now));
+  return json_response(200, out);
 }
 
 // {"state": "dead"|"cancelled"} (default dead) → {"retried": n}
@@ -120,6 +144,10 @@ void add_queue_routes(Router& router, Queue& queue, const Throughput& throughput
   router.add("POST", "/api/queues/{queue}/resume", api_route([&queue](const HttpRequest& r) {
                return pause_or_resume(queue, r, false);
              }));
+  for (const char* method : {"GET", "PUT", "DELETE"}) {
+    router.add(method, "/api/queues/{queue}/limits",
+               api_route([&queue](const HttpRequest& r) { return limits(queue, r); }));
+  }
   router.add("POST", "/api/queues/{queue}/retry",
              api_route([&queue](const HttpRequest& r) { return retry_all(queue, r); }));
   router.add("POST", "/api/queues/{queue}/purge",

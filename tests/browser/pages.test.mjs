@@ -272,7 +272,7 @@ test('expired leases show in the summary cards and the queue table', async () =>
     assert.equal(await expired('thumbnails').innerText(), '0');
     assert.equal(await expired('emails').locator('span.expired').count(), 1);
     assert.equal(await expired('thumbnails').locator('span.expired').count(), 0);
-    assert.equal(await tab.locator('table#queues thead th').count(), 10);
+    assert.equal(await tab.locator('table#queues thead th').count(), 11);
   } finally {
     await tab.close();
   }
@@ -430,4 +430,26 @@ test('waiting jobs have a tab and a card, and a job page shows its dependencies 
                    'the edge met');
   await eventually(() => page.locator('h2').first().innerText(), (t) => /available/.test(t),
                    'the job available');
+test('the queue table shows each queue\'s global limits, set by the CLI and cleared by the API',
+     async () => {
+  await readpast(['limit', 'throttled', '--running', '3', '--rate', '100/1s']);
+  await readpast(['enqueue', 'unlimited', 'x']);
+  const tab = await browser.newPage({viewport: {width: 1366, height: 820}});
+  try {
+    await tab.goto(base + '/');
+    const limits = (q) => tab.locator(`tr[data-queue="${q}"] td[data-col="limits"]`);
+    // A limited queue without jobs is listed, with its limits.
+    await limits('throttled').waitFor();
+    assert.equal(await limits('throttled').innerText(), 'running 3 · rate 100/1s');
+    assert.equal(await limits('unlimited').innerText(), '—');
+    await tab.screenshot({path: path.join(SHOTS, 'limits.png'), fullPage: true});
+    const cleared = await api('DELETE', '/api/queues/throttled/limits', {});
+    assert.equal(cleared.status, 200);
+    assert.equal(cleared.json.running, null);
+    await readpast(['enqueue', 'throttled', 'y']);  // still listed once it has a job
+    await eventually(() => limits('throttled').innerText(), (t) => t === '—',
+                     'the cleared limits disappear from the table');
+  } finally {
+    await tab.close();
+  }
 });

@@ -92,6 +92,62 @@ TEST_P(DrainTest, RandomWorkersKilledWithSigkillWhileSixteenThreadsDrain) {
   EXPECT_GT(report.settles_accepted.count("extend"), 0u) << report.summary();
 }
 
+// The same SIGKILL drain on a queue with a global running limit (docs/workflows.md "Global
+// limits"): 16 threads could run 64 jobs at once, the limit allows 6, and the checker's
+// running-limit rule (check_running_limit) finds no instant with more certainly running —
+// the jobs of a killed worker counted until their leases expire — while every job still
+// succeeds once.
+TEST_P(DrainTest, ARunningLimitHoldsWhileRandomWorkersAreKilledWithSigkill) {
+  constexpr int kLimit = 6;
+  const int jobs = scaled(1500, 20000);
+  const auto kill_every = scaled<Duration>(700ms, 3s);
+  const Duration lease = scaled<Duration>(1500ms, 3s);
+  const auto deadline = std::chrono::steady_clock::now() + scaled(3min, 20min);
+  ChaosRun run("sigkill_running_limit", fresh_url(), "drain");
+  run.enqueue(jobs);
+  QueueLimits limits;
+  limits.running = kLimit;
+  ASSERT_TRUE(run.queue().set_limits(run.queue_name(), limits));
+
+  std::mt19937 random(std::random_device{}());
+  std::vector<std::unique_ptr<ChildProcess>> all;
+  std::vector<ChildProcess*> live;
+  int next_name = 0;
+  auto spawn = [&] {
+    all.push_back(run.spawn_mp_worker("p" + std::to_string(next_name++), lease, 2ms, 4, 16, "all"));
+    live.push_back(all.back().get());
+  };
+  for (int i = 0; i < 4; ++i) spawn();
+
+  int kills = 0;
+  auto next_kill = std::chrono::steady_clock::now() + kill_every;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::erase_if(live, [](ChildProcess* p) { return p->poll(); });
+    if (live.empty()) break;
+    if (std::chrono::steady_clock::now() >= next_kill && pending(run) > 0) {
+      ChildProcess* victim = live[random() % live.size()];
+      const TimePoint t_start = wall_now();
+      victim->kill_now();
+      run.fault("sigkill", victim->name(), t_start, "SIGKILL of a worker on a limited queue");
+      ++kills;
+      std::erase(live, victim);
+      spawn();
+      next_kill = std::chrono::steady_clock::now() + kill_every;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(ChaosRun::wait_all(all, deadline + 30s)) << "workers did not finish in time";
+  EXPECT_GE(kills, 2) << "the drain ended before two kills; make it longer";
+
+  CheckOptions options;
+  options.running_limit = kLimit;
+  const CheckReport report = run.check(options);
+  expect_headline(report);
+  EXPECT_EQ(report.succeeded, jobs);
+  const int most = check_running_limit(run.read_histories(), options, nullptr);
+  EXPECT_GE(most, kLimit - 2) << "the workers never pressed against the limit";
+}
+
 // Two workers are stopped (SIGSTOP) in the middle of a job; their leases expire, other
 // workers take the jobs and finish them; then they are resumed (SIGCONT). Every call they
 // make for those jobs — complete, fail, extend, release — is refused as lease lost and

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "readpast/queue.hpp"
 #include "server/api_bodies.hpp"
 
 namespace {
@@ -69,5 +70,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   expect_invalid_argument_on_failure(state);
   if (state && *state != JobState::kDead && *state != JobState::kCancelled) std::abort();
   expect_invalid_argument_on_failure(read_purge(*body, queue));
+  // A limits body is accepted only with valid limits (what Queue::set_limits takes).
+  auto limits = read_limits(*body);
+  expect_invalid_argument_on_failure(limits);
+  if (limits && (limits->empty() || !validate_limits(*limits))) std::abort();
+  if (limits && limits->rate) {
+    auto again = parse_rate(format_rate(*limits->rate));  // what stats and GET print
+    if (!again || *again != *limits->rate) std::abort();
+  }
   return 0;
 }

@@ -288,5 +288,34 @@ TEST(MariadbSql, EnqueueForOpensAUniqueWindowThatOutlivesItsJob) {
 
 // readpast_enqueue_after (migration 8, docs/mariadb.md): the engines' rules of dependencies.
 
+// Global limits through SQL (docs/mariadb.md): set and cleared by the procedures, seen by the
+// C++ API, which obeys them; readpast_lease hands out nothing of a limited queue.
+TEST(MariadbSql, SetLimitsAndClearLimitsProcedures) {
+  Fixture f;
+  NewJob job;
+  job.queue = "lim";
+  job.payload = "x";
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(f.queue.enqueue(job).has_value());
+  Sql sql(f.database);
+  sql.query("CALL readpast_set_limits('lim', 2, NULL, NULL)");
+  sql.query("CALL readpast_set_limits('lim', NULL, 100, 1000000)");
+  auto limits = f.queue.limits("lim");
+  ASSERT_TRUE(limits.has_value()) << limits.error().message;
+  EXPECT_EQ(limits->running, 2);
+  ASSERT_TRUE(limits->rate);
+  EXPECT_EQ(format_rate(*limits->rate), "100/1s");
+  auto leased = f.queue.lease({.queue = "lim", .worker_id = "w", .max_jobs = 10});
+  ASSERT_TRUE(leased.has_value()) << leased.error().message;
+  EXPECT_EQ(leased->size(), 2u) << "the lease went past the running limit";
+  EXPECT_TRUE(sql.query("CALL readpast_lease('lim', 'sql-worker', 10, 5000000)").empty())
+      << "the SQL lease handed out jobs of a limited queue";
+  EXPECT_THROW(sql.query("CALL readpast_set_limits('lim', 0, NULL, NULL)"), std::runtime_error);
+  EXPECT_THROW(sql.query("CALL readpast_set_limits('lim', NULL, NULL, NULL)"), std::runtime_error);
+  EXPECT_EQ(f.queue.limits("lim")->running, 2) << "a refused call changed the limits";
+  sql.query("CALL readpast_clear_limits('lim')");
+  EXPECT_TRUE(f.queue.limits("lim")->empty());
+  EXPECT_EQ(sql.query("CALL readpast_lease('lim', 'sql-worker', 10, 5000000)").size(), 3u);
+}
+
 }  // namespace
 }  // namespace readpast

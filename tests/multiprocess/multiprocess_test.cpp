@@ -453,6 +453,74 @@ TEST_P(MultiprocessTest, DependentsStartOnlyAfterTheirDependenciesSucceedThrough
   EXPECT_GT(report.reclaimed_from_killed, 0) << report.summary();
 }
 
+// Global limits (docs/workflows.md): a running limit holds over every process at every
+// instant, also while a SIGKILLed worker's jobs hold their places until their leases expire;
+// then they come back and every job still completes. Checked job by job from the histories
+// (check_running_limit), not from a count.
+TEST_P(MultiprocessTest, ARunningLimitHoldsAcrossProcessesAndThroughAKill) {
+  constexpr int kLimit = 4;
+  constexpr Duration kLease = 2s;
+  shape_.jobs = 240;
+  shape_.threads = 3;
+  const auto started = std::chrono::steady_clock::now();
+  const std::vector<JobId> ids = enqueue_jobs();
+  QueueLimits limits;
+  limits.running = kLimit;
+  ASSERT_TRUE(queue_->set_limits(kQueue, limits));
+
+  // Each process alone could run 6 jobs at once (3 threads, batches of 2): together far
+  // more than the limit.
+  std::vector<std::unique_ptr<Process>> workers;
+  workers.push_back(spawn_worker("victim", kLease, 30ms, 2));
+  for (int i = 1; i < 4; ++i)
+    workers.push_back(spawn_worker("p" + std::to_string(i), kLease, 5ms, 2));
+
+  // Kill the victim while it runs a job: one it started and has not finished (a completion
+  // cannot have begun), so that job keeps its place until its lease expires.
+  bool killed_mid_job = false;
+  while (std::chrono::steady_clock::now() < started + 60s && !workers[0]->poll()) {
+    History seen;
+    if (std::filesystem::exists(history_path("victim"))) {
+      read_history_file(history_path("victim"), seen);
+    }
+    std::set<std::string> running;
+    for (const auto& e : seen.execs) {
+      if (e.phase == ExecEvent::Phase::kStart) {
+        running.insert(e.token);
+      } else {
+        running.erase(e.token);
+      }
+    }
+    if (seen.completions.size() >= 2 && !running.empty()) {
+      workers[0]->kill_now();
+      killed_mid_job = true;
+      break;
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  ASSERT_TRUE(killed_mid_job) << "the victim never ran a job: " << workers[0]->how_it_ended();
+
+  wait_for(workers, started + kRunDeadline);
+  for (std::size_t i = 1; i < workers.size(); ++i) {
+    EXPECT_TRUE(workers[i]->exited_cleanly())
+        << workers[i]->name() << ": " << workers[i]->how_it_ended();
+  }
+  History history = read_histories(workers);
+  CheckOptions options;
+  options.clock_tolerance = kClockTolerance;
+  options.killed_processes = {"victim"};
+  options.running_limit = kLimit;
+  CheckReport report = check_history(history, ids, final_jobs(), options);
+  std::cout << "[ history  ] " << report.summary(5) << "\n";
+  EXPECT_TRUE(report.ok()) << report.summary();
+  EXPECT_EQ(report.accepted_completions + report.unrecorded_completions, shape_.jobs)
+      << "every job completed exactly once, the killed worker's too";
+  // Not vacuous: the workers pressed against the limit.
+  const int most = check_running_limit(history, options, nullptr);
+  EXPECT_GE(most, kLimit - 1) << "the workers never came near the limit: the test proves little";
+  std::cout << "[ limit    ] at most " << most << " of " << kLimit << " jobs certainly running\n";
+}
+
 // Issue 3: the server crashes (pg_ctl restart -m immediate: every connection drops, the
 // transactions in flight are lost) twice in the middle of a drain. The workers wait the
 // outages out and carry on; every job still ends succeeded, completed once, and never held

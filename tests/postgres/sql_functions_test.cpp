@@ -326,5 +326,31 @@ TEST_F(SqlFunctionsTest, EnqueueWithUniqueForOpensAWindowThatOutlivesItsJob) {
 
 // enqueue_after (migration 9, docs/sql.md): the engines' rules of dependencies in SQL.
 
+// Global limits through SQL (docs/sql.md "set_limits"): set and cleared by the functions, seen
+// by the API, and obeyed by readpast.lease() too.
+TEST_F(SqlFunctionsTest, SetLimitsAndClearLimitsAndLeaseObeysThem) {
+  Queue queue = open();
+  for (int i = 0; i < 5; ++i) must(queue.enqueue(job("lim", "x")));
+  auto db = sql();
+  db.exec("SELECT readpast.set_limits('lim', p_running => 2)");
+  db.exec(
+      "SELECT readpast.set_limits('lim', p_rate_count => 100, "
+      "p_rate_window => interval '1 second')");
+  QueueLimits limits = must(queue.limits("lim"));
+  EXPECT_EQ(limits.running, 2);
+  ASSERT_TRUE(limits.rate);
+  EXPECT_EQ(format_rate(*limits.rate), "100/1s");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.lease('lim', 'sql-worker', 10)"), "2")
+      << "the SQL lease went past the running limit";
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.lease('lim', 'sql-worker', 10)"), "0");
+  EXPECT_TRUE(must(queue.lease({.queue = "lim", .worker_id = "w", .max_jobs = 10})).empty());
+  EXPECT_THROW(db.exec("SELECT readpast.set_limits('lim', p_running => 0)"), std::runtime_error);
+  EXPECT_THROW(db.exec("SELECT readpast.set_limits('lim')"), std::runtime_error);
+  EXPECT_EQ(must(queue.limits("lim")).running, 2) << "a refused call changed the limits";
+  db.exec("SELECT readpast.clear_limits('lim')");
+  EXPECT_TRUE(must(queue.limits("lim")).empty());
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.lease('lim', 'sql-worker', 10)"), "3");
+}
+
 }  // namespace
 }  // namespace readpast::test

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <system_error>
 #include <unordered_map>
@@ -940,6 +941,7 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
       violation("job " + std::to_string(id) + " succeeded but no lease of it was recorded");
     }
   }
+  if (options.running_limit) check_running_limit(history, options, &report.violations);
   return report;
 }
 
@@ -1022,6 +1024,72 @@ void check_dependencies(const History& history, const std::vector<Job>& final_jo
                                " although a dependency did not succeed");
     }
   }
+}
+
+int check_running_limit(const History& history, const CheckOptions& options,
+                        std::vector<std::string>* violations) {
+  std::set<std::string> killed = options.killed_processes;
+  for (const auto& f : history.faults) {
+    if (f.kind == "sigkill" && !f.target.empty()) killed.insert(f.target);
+  }
+  // By lease token: when its settling call began, and whether its run started and ended.
+  std::unordered_map<std::string, TimePoint> settled_at;
+  auto note_settle = [&](const std::string& token, TimePoint t) {
+    auto [it, inserted] = settled_at.emplace(token, t);
+    if (!inserted) it->second = std::min(it->second, t);
+  };
+  for (const auto& c : history.completions) note_settle(c.token, c.t_start);
+  for (const auto& s : history.settles) {
+    if (s.kind != SettleEvent::Kind::kExtend) note_settle(s.token, s.t_start);
+  }
+  std::set<std::string> started, ended;
+  for (const auto& e : history.execs) {
+    (e.phase == ExecEvent::Phase::kStart ? started : ended).insert(e.token);
+  }
+  struct Edge {
+    TimePoint t;
+    int delta;
+    JobId job;
+  };
+  std::vector<Edge> edges;
+  for (const auto& lease : history.leases) {
+    TimePoint end{};
+    if (auto it = settled_at.find(lease.token); it != settled_at.end()) {
+      end = it->second;
+    } else if (killed.contains(lease.process) && started.contains(lease.token) &&
+               !ended.contains(lease.token) && lease.lease_expires_at != TimePoint{}) {
+      end = lease.lease_expires_at - options.clock_tolerance;
+    } else {
+      continue;
+    }
+    if (end <= lease.t_lease_end) continue;
+    edges.push_back({lease.t_lease_end, +1, lease.job});
+    edges.push_back({end, -1, lease.job});
+  }
+  // At one instant, ends before starts: a job settled at t no longer runs at t.
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
+    return a.t != b.t ? a.t < b.t : a.delta < b.delta;
+  });
+  std::set<JobId> running;
+  int most = 0;
+  int reported = 0;
+  for (const auto& edge : edges) {
+    if (edge.delta < 0) {
+      running.erase(edge.job);
+      continue;
+    }
+    running.insert(edge.job);
+    most = std::max(most, static_cast<int>(running.size()));
+    if (violations && static_cast<int>(running.size()) > *options.running_limit && reported < 5) {
+      ++reported;
+      std::string jobs;
+      for (JobId id : running) jobs += (jobs.empty() ? "" : ", ") + std::to_string(id);
+      violations->push_back(std::to_string(running.size()) + " jobs certainly running at " +
+                            format_time(edge.t) + ", over the running limit of " +
+                            std::to_string(*options.running_limit) + ": jobs " + jobs);
+    }
+  }
+  return most;
 }
 
 }  // namespace readpast::test

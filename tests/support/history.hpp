@@ -79,6 +79,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -229,6 +230,9 @@ struct CheckOptions {
   bool require_explained_duplicates = true;
   // The history has exec events but no lease or settle events (`readpast work --exec`).
   bool black_box = false;
+  // The queue's global running limit (docs/workflows.md "Global limits"): at no instant may
+  // more jobs be certainly running (see check_running_limit). Unset: not checked.
+  std::optional<int> running_limit;
 };
 
 struct CheckReport {
@@ -313,6 +317,15 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
 void check_dependencies(const History& history, const std::vector<Job>& final_jobs,
                         const std::map<JobId, std::vector<JobId>>& after, Duration tolerance,
                         CheckReport& report);
+// The running-limit rule (check_history applies it when options.running_limit is set): the
+// most jobs certainly running at one instant, by the workers' clocks. A lease's job is
+// certainly running from the moment its lease call returned until its settling call
+// (complete, fail, release) began; for a lease of a killed process that started the job and
+// recorded neither its end nor a settle, until its lease expired (less the clock tolerance):
+// it could not have settled it, and only a rescue, after expiry, frees its place. A lease
+// whose end is unknown otherwise is not counted. Violations name the instant and the jobs.
+int check_running_limit(const History& history, const CheckOptions& options,
+                        std::vector<std::string>* violations);
 
 // Microseconds since the epoch <-> TimePoint, the form times take in history files.
 std::int64_t to_micros(TimePoint t);

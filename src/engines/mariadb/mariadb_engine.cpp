@@ -410,13 +410,156 @@ class MariadbEngine final : public Engine {
       auto rows =
           c.run<S>(c.params<S>().set(S::queue, request.queue).set(S::max_jobs, request.max_jobs));
       if (!rows) return fail_with(rows.error());
+      return take_selected(c, request, *rows);
+    });
+    if (jobs) sort_in_handout_order(*jobs);
+    return jobs;
+  }
+
+  Result<LimitedLease> lease_limited(const LeaseRequest& request) override {
+    auto result = write<LimitedLease>([&](Connection& c) -> Result<LimitedLease> {
+      LimitedLease out;
+      using L = sql::lock_queue_limits;
+      auto locked = c.run<L>(c.params<L>().set(L::queue, request.queue));
+      if (!locked) return fail_with(locked.error());
+      if (locked->empty()) {
+        // Taken by another lease of the queue (nothing this time), or no row: no limits.
+        using Q = sql::queue_limits;
+        auto row = c.run<Q>(c.params<Q>().set(Q::queue, request.queue));
+        if (!row) return fail_with(row.error());
+        out.limited = !row->empty();
+        return out;
+      }
+      QueueLimits limits;
+      const bool paused = locked->int64(0, 0) != 0;
+      limits.running = locked->optional_int64(0, 1);
+      if (auto count = locked->optional_int64(0, 2)) {
+        limits.rate = RateLimit{*count, Duration(locked->optional_int64(0, 3).value_or(1))};
+      }
+      out.limited = !limits.empty();
+      if (!out.limited || paused) return out;
+      std::optional<std::int64_t> running;
+      if (limits.running) {
+        using C = sql::count_running;
+        auto counted =
+            c.run<C>(c.params<C>().set(C::queue, request.queue).set(C::limit, *limits.running));
+        if (!counted) return fail_with(counted.error());
+        running = counted->int64(0, 0);
+      }
+      auto clock = c.run<sql::now_us>(c.params<sql::now_us>());
+      if (!clock) return fail_with(clock.error());
+      const std::int64_t now = clock->int64(0, 0);
+      std::vector<std::int64_t> free_slots;
+      if (limits.rate) {
+        using F = sql::free_rate_slots;
+        auto slots = c.run<F>(c.params<F>()
+                                  .set(F::queue, request.queue)
+                                  .set(F::before, now - micros(limits.rate->window))
+                                  .set(F::limit, request.max_jobs));
+        if (!slots) return fail_with(slots.error());
+        for (std::size_t r = 0; r < slots->size(); ++r) free_slots.push_back(slots->int64(r, 0));
+      }
+      const Allowance allowance = lease_allowance(
+          limits, request.max_jobs, running,
+          limits.rate ? std::optional<std::int64_t>(std::ssize(free_slots)) : std::nullopt);
+      if (allowance.jobs > 0) {
+        using S = sql::lease_select_limited;
+        auto rows = c.run<S>(c.params<S>()
+                                 .set(S::queue, request.queue)
+                                 .set(S::max_jobs, static_cast<int>(allowance.jobs)));
+        if (!rows) return fail_with(rows.error());
+        auto taken = take_selected(c, request, *rows, now);
+        if (!taken) return fail_with(taken.error());
+        out.jobs = std::move(*taken);
+      }
+      if (limits.rate && !out.jobs.empty()) {
+        // The oldest slots take this lease's time (docs/workflows.md: why that is exact).
+        std::string slots = "[";
+        for (std::size_t i = 0; i < out.jobs.size(); ++i) {
+          if (i > 0) slots += ',';
+          slots += std::to_string(free_slots[i]);
+        }
+        slots += ']';
+        using T = sql::stamp_rate_slots;
+        auto stamped = c.run<T>(
+            c.params<T>().set(T::slots, slots).set(T::queue, request.queue).set(T::now, now));
+        if (!stamped) return fail_with(stamped.error());
+      }
+      if (allowance.binding && std::ssize(out.jobs) == allowance.jobs) {
+        using D = sql::due_job_exists;
+        auto due = c.run<D>(c.params<D>().set(D::queue, request.queue));
+        if (!due) return fail_with(due.error());
+        if (due->int64(0, 0) != 0) out.throttled = allowance.binding;
+      }
+      return out;
+    });
+    if (!result) return result;
+    if (!result->limited) {
+      auto jobs = lease(request);
+      if (!jobs) return fail_with(jobs.error());
+      result->jobs = std::move(*jobs);
+      return result;
+    }
+    sort_in_handout_order(result->jobs);
+    return result;
+  }
+
+  Result<QueueLimits> limits(std::string_view queue) override {
+    return with_connection<QueueLimits>(true, [&](Connection& c) -> Result<QueueLimits> {
+      using Q = sql::queue_limits;
+      auto row = c.run<Q>(c.params<Q>().set(Q::queue, queue));
+      if (!row) return fail_with(row.error());
+      QueueLimits limits;
+      if (!row->empty()) {
+        limits.running = row->optional_int64(0, 1);
+        if (auto count = row->optional_int64(0, 2)) {
+          limits.rate = RateLimit{*count, Duration(row->optional_int64(0, 3).value_or(1))};
+        }
+      }
+      return limits;
+    });
+  }
+
+  Status set_limits(std::string_view queue, const QueueLimits& limits) override {
+    return write_status([&](Connection& c) -> Status {
+      using Q = sql::set_limits;
+      auto p = c.params<Q>();
+      p.set(Q::queue, queue);
+      p.set_optional(Q::running, limits.running);
+      if (limits.rate) {
+        p.set(Q::rate_count, limits.rate->count).set(Q::rate_window, micros(limits.rate->window));
+      } else {
+        p.set_null(Q::rate_count).set_null(Q::rate_window);
+      }
+      auto done = c.run<Q>(p);
+      if (!done) return fail_with(done.error());
+      return {};
+    });
+  }
+
+  Status clear_limits(std::string_view queue) override {
+    return write_status([&](Connection& c) -> Status {
+      using Q = sql::clear_limits;
+      auto done = c.run<Q>(c.params<Q>().set(Q::queue, queue));
+      if (!done) return fail_with(done.error());
+      return {};
+    });
+  }
+
+  // The lease's step 2 for the rows step 1 selected and locked (the last column: the time,
+  // unless the caller fixed it).
+  Result<std::vector<Job>> take_selected(Connection& c, const LeaseRequest& request,
+                                         const Rows& selected,
+                                         std::optional<std::int64_t> fixed_now = std::nullopt) {
+    {
+      const Rows* rows = &selected;
       std::vector<Job> leased;
       leased.reserve(rows->size());
       std::string leases = "[";  // [[id, "token"], ...] for lease_take_many
       std::int64_t now = 0;
       for (std::size_t r = 0; r < rows->size(); ++r) {
         Job job = read_job(*rows, r);
-        now = rows->int64(r, 16);
+        now = fixed_now.value_or(rows->int64(r, 16));
         job.state = JobState::kRunning;
         job.attempts += 1;
         job.lease_token = LeaseToken::random();
@@ -452,9 +595,7 @@ class MariadbEngine final : public Engine {
         }
       }
       return leased;
-    });
-    if (jobs) sort_in_handout_order(*jobs);
-    return jobs;
+    }
   }
 
   Result<std::vector<bool>> complete(std::span<const LeasedRef> refs, bool delete_row) override {
@@ -563,7 +704,12 @@ class MariadbEngine final : public Engine {
         using Q = sql::has_due_job;
         auto rows = c.run<Q>(c.params<Q>().set(Q::queue, queue));
         if (!rows) return fail_with(rows.error());
-        return !rows->empty() && rows->int64(0, 0) != 0;
+        const bool is_due = !rows->empty() && rows->int64(0, 0) != 0;
+        if (!is_due || rows->int64(0, 1) == 0) return is_due;
+        using T = sql::queue_throttled;
+        auto throttled = c.run<T>(c.params<T>().set(T::queue, queue));
+        if (!throttled) return fail_with(throttled.error());
+        return throttled->empty() || throttled->int64(0, 0) == 0;
       });
       if (!due) return fail_with(due.error());
       if (*due) return true;
@@ -930,6 +1076,11 @@ class MariadbEngine final : public Engine {
             std::string name(rows->text(r, 0));
             if (result.empty() || result.back().queue != name) result.push_back({.queue = name});
             QueueStats& q = result.back();
+            if (rows->text(r, 1) == "limits") {
+              set_limits_row(q, rows->optional_int64(r, 2), rows->optional_int64(r, 3),
+                             rows->optional_int64(r, 4));
+              continue;
+            }
             if (rows->text(r, 1) == "paused") {
               q.paused = true;
               continue;

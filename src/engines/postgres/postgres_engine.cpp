@@ -125,6 +125,8 @@ constexpr int kPurgeBatch = 5000;
 // When jobs are due but a lease found none (rows locked by a transaction still open),
 // wait_for_work waits at most this long before saying so, so that callers do not spin.
 constexpr auto kLockedDueRecheck = std::chrono::milliseconds(50);
+// How often a worker held back by a queue's limit looks again (wait_for_work).
+constexpr auto kThrottledRecheck = std::chrono::milliseconds(100);
 // How long wait_for_work waits for the listener's first LISTEN (a connect and a round trip).
 constexpr auto kListenPatience = std::chrono::seconds(2);
 
@@ -265,6 +267,85 @@ class PostgresEngine final : public Engine {
     return jobs;
   }
 
+  Result<LimitedLease> lease_limited(const LeaseRequest& request) override {
+    listener_.lease_started(request.queue);
+    using S = pg::sql::lease_limited;
+    const ArrayParam tokens = fresh_tokens(request.max_jobs);
+    auto rows = exec(sql_.lease_limited, Params(S::param_count)
+                                             .text(S::queue, request.queue)
+                                             .text(S::worker, sanitize_utf8(request.worker_id))
+                                             .int4(S::max_jobs, request.max_jobs)
+                                             .int8(S::lease_us, request.lease_duration.count())
+                                             .array(S::tokens, tokens));
+    if (!rows) return fail_with(rows.error());
+    // The jobs, then one row without an id: which limit throttled, whether any applied.
+    constexpr int kThrottled = 16;
+    constexpr int kLimited = 17;
+    LimitedLease result;
+    for (int r = 0; r < rows->size(); ++r) {
+      if (!rows->is_null(r, 0)) {
+        result.jobs.push_back(pg::read_job(*rows, r));
+        continue;
+      }
+      result.limited = rows->boolean(r, kLimited);
+      if (auto kind = rows->optional_text(r, kThrottled)) {
+        result.throttled = *kind == "rate" ? LimitKind::kRate : LimitKind::kRunning;
+      }
+    }
+    if (!result.limited) {
+      auto jobs = lease(request);
+      if (!jobs) return fail_with(jobs.error());
+      result.jobs = std::move(*jobs);
+      return result;
+    }
+    // Full: as lease() does, pass a wake-up on to another waiter (the limits allowed it all).
+    if (std::ssize(result.jobs) == request.max_jobs) listener_.wake_one(request.queue);
+    sort_in_handout_order(result.jobs);
+    return result;
+  }
+
+  Result<QueueLimits> limits(std::string_view queue) override {
+    using S = pg::sql::queue_limits;
+    auto rows = exec(sql_.queue_limits, Params(S::param_count).text(S::queue, queue));
+    if (!rows) return fail_with(rows.error());
+    QueueLimits limits;
+    if (rows->size() == 1) {
+      limits.running = rows->optional_int8(0, 0);
+      if (auto count = rows->optional_int8(0, 1)) {
+        limits.rate = RateLimit{*count, Duration(rows->optional_int8(0, 2).value_or(1))};
+      }
+    }
+    return limits;
+  }
+
+  Status set_limits(std::string_view queue, const QueueLimits& limits) override {
+    using S = pg::sql::set_limits;
+    Params params(S::param_count);
+    params.text(S::queue, queue);
+    if (limits.running) {
+      params.int4(S::running, static_cast<std::int32_t>(*limits.running));
+    } else {
+      params.set_null(S::running);
+    }
+    if (limits.rate) {
+      params.int4(S::rate_count, static_cast<std::int32_t>(limits.rate->count));
+      params.int8(S::rate_window_us, limits.rate->window.count());
+    } else {
+      params.set_null(S::rate_count);
+      params.set_null(S::rate_window_us);
+    }
+    auto rows = exec(sql_.set_limits, params);
+    if (!rows) return fail_with(rows.error());
+    return {};
+  }
+
+  Status clear_limits(std::string_view queue) override {
+    using S = pg::sql::clear_limits;
+    auto rows = exec(sql_.clear_limits, Params(S::param_count).text(S::queue, queue));
+    if (!rows) return fail_with(rows.error());
+    return {};
+  }
+
   Result<std::vector<bool>> complete(std::span<const LeasedRef> refs, bool delete_row) override {
     static_assert(pg::sql::complete::param_count == pg::sql::complete_delete::param_count &&
                   pg::sql::complete::ids == pg::sql::complete_delete::ids &&
@@ -373,7 +454,8 @@ class PostgresEngine final : public Engine {
     for (bool first = true;; first = false) {
       // Ask the database (one index probe) whether a job is due or when the next one will
       // be: NOTIFY announces enqueues, not the moment a scheduled job comes due.
-      auto due_in_us = next_due(queue);
+      bool throttled = false;
+      auto due_in_us = next_due(queue, &throttled);
       if (!due_in_us) return fail_with(due_in_us.error());
       if (*due_in_us && **due_in_us <= 0) {
         // On the first look, a job is due yet the caller's lease found none: its row is
@@ -388,6 +470,9 @@ class PostgresEngine final : public Engine {
       if (left <= Duration::zero()) return false;
       Duration limit = std::min(left, look_every);
       if (*due_in_us) limit = std::min(limit, Duration(**due_in_us));
+      // Held back by a limit: a settling job or a rate slot leaving its window frees a place
+      // without a notification, so look again soon.
+      if (throttled) limit = std::min<Duration>(limit, kThrottledRecheck);
       if (listener_.wait(queue, limit)) return true;
       if (limit == left) return false;  // the caller's timeout, not a poll or a due job
     }
@@ -588,6 +673,11 @@ class PostgresEngine final : public Engine {
       q.queue = name;
       if (rows->text(r, 1) == "paused") {
         q.paused = true;
+        continue;
+      }
+      if (rows->text(r, 1) == "limits") {
+        set_limits_row(q, rows->optional_int8(r, 2), rows->optional_int8(r, 3),
+                       rows->optional_int8(r, 4));
         continue;
       }
       const JobState state = parse_job_state(rows->text(r, 1)).value_or(JobState::kAvailable);
@@ -837,12 +927,19 @@ class PostgresEngine final : public Engine {
  private:
   // Microseconds until the queue's next available job is due (<= 0: one is due now);
   // nullopt when it has none or is paused.
-  Result<std::optional<std::int64_t>> next_due(std::string_view queue) {
+  // nullopt: no job due, or the queue's limits let no lease take one now (then *throttled).
+  Result<std::optional<std::int64_t>> next_due(std::string_view queue, bool* throttled) {
     auto rows = exec(sql_.next_due,
                      Params(pg::sql::next_due::param_count).text(pg::sql::next_due::queue, queue));
     if (!rows) return fail_with(rows.error());
+    *throttled = false;
     if (rows->size() != 1) return std::optional<std::int64_t>{};
-    return rows->optional_int8(0, 0);
+    auto due = rows->optional_int8(0, 0);
+    if (due && *due <= 0 && rows->boolean(0, 1)) {
+      *throttled = true;
+      return std::optional<std::int64_t>{};
+    }
+    return due;
   }
 
   // One statement on a connection of the pool.

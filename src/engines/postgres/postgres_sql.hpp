@@ -96,6 +96,10 @@ struct Sql {
   Statement delete_finished;
   Statement get;
   Statement finished_since;
+  Statement lease_limited;
+  Statement queue_limits;
+  Statement set_limits;
+  Statement clear_limits;
   Statement pause;
   Statement resume;
   Statement upsert_schedule;

@@ -312,6 +312,191 @@ class SqliteEngine final : public Engine {
     return jobs;
   }
 
+  Result<LimitedLease> lease_limited(const LeaseRequest& request) override {
+    auto result = write<LimitedLease>([&](Connection& c, std::int64_t now) -> Result<LimitedLease> {
+      // One writer at a time (BEGIN IMMEDIATE): what this transaction counts cannot change
+      // under it, so no lock of the queues row is needed as on the other engines.
+      auto read_limits = c.prepare(sql::queue_limits::text);
+      if (!read_limits) return fail_with(read_limits.error());
+      Statement& q = **read_limits;
+      q.bind(sql::queue_limits::queue, std::string_view(request.queue));
+      auto found = q.step();
+      if (!found) return fail_with(found.error());
+      LimitedLease out;
+      QueueLimits limits;
+      bool paused = false;
+      if (*found) {
+        paused = q.int64(0) != 0;
+        limits.running = q.optional_int64(1);
+        if (auto count = q.optional_int64(2)) {
+          limits.rate = RateLimit{*count, Duration(q.optional_int64(3).value_or(1))};
+        }
+      }
+      out.limited = !limits.empty();
+      if (paused || !out.limited) return out;
+      std::optional<std::int64_t> running;
+      if (limits.running) {
+        auto count = c.prepare(sql::count_running::text);
+        if (!count) return fail_with(count.error());
+        (*count)->bind(sql::count_running::queue, std::string_view(request.queue));
+        (*count)->bind(sql::count_running::limit, *limits.running);
+        if (auto ok = (*count)->step(); !ok) return fail_with(ok.error());
+        running = (*count)->int64(0);
+      }
+      std::vector<std::int64_t> free_slots;
+      if (limits.rate) {
+        auto slots = c.prepare(sql::free_rate_slots::text);
+        if (!slots) return fail_with(slots.error());
+        Statement& f = **slots;
+        f.bind(sql::free_rate_slots::queue, std::string_view(request.queue));
+        f.bind(sql::free_rate_slots::before, now - limits.rate->window.count());
+        f.bind(sql::free_rate_slots::limit, request.max_jobs);
+        while (true) {
+          auto row = f.step();
+          if (!row) return fail_with(row.error());
+          if (!*row) break;
+          free_slots.push_back(f.int64(0));
+        }
+      }
+      const Allowance allowance = lease_allowance(
+          limits, request.max_jobs, running,
+          limits.rate ? std::optional<std::int64_t>(std::ssize(free_slots)) : std::nullopt);
+      if (allowance.jobs > 0) {
+        using Q = sql::lease_under_limits;
+        auto lease = c.prepare(Q::text);
+        if (!lease) return fail_with(lease.error());
+        Statement& s = **lease;
+        s.bind(Q::worker_id, std::string_view(request.worker_id));
+        s.bind(Q::now, now);
+        s.bind(Q::lease_duration, static_cast<std::int64_t>(request.lease_duration.count()));
+        s.bind(Q::queue, std::string_view(request.queue));
+        s.bind(Q::max_jobs, allowance.jobs);
+        while (true) {
+          auto row = s.step();
+          if (!row) return fail_with(row.error());
+          if (!*row) break;
+          out.jobs.push_back(read_job(s));
+        }
+      }
+      if (limits.rate) {
+        // The oldest slots take this lease's time: the ring keeps the times of the queue's
+        // latest rate_count leases (docs/workflows.md explains why that is exact).
+        for (std::size_t i = 0; i < out.jobs.size(); ++i) {
+          auto stamp = c.prepare(sql::stamp_rate_slot::text);
+          if (!stamp) return fail_with(stamp.error());
+          (*stamp)->bind(sql::stamp_rate_slot::queue, std::string_view(request.queue));
+          (*stamp)->bind(sql::stamp_rate_slot::slot, free_slots[i]);
+          (*stamp)->bind(sql::stamp_rate_slot::now, now);
+          if (auto ok = run(**stamp); !ok) return fail_with(ok.error());
+        }
+      }
+      if (allowance.binding && std::ssize(out.jobs) == allowance.jobs) {
+        auto probe = c.prepare(sql::due_job_exists::text);
+        if (!probe) return fail_with(probe.error());
+        (*probe)->bind(sql::due_job_exists::queue, std::string_view(request.queue));
+        (*probe)->bind(sql::due_job_exists::now, now);
+        if (auto ok = (*probe)->step(); !ok) return fail_with(ok.error());
+        if ((*probe)->int64(0) != 0) out.throttled = allowance.binding;
+      }
+      return out;
+    });
+    if (!result) return result;
+    if (!result->limited) {
+      // No limits (cleared meanwhile): an ordinary lease.
+      auto jobs = lease(request);
+      if (!jobs) return fail_with(jobs.error());
+      result->jobs = std::move(*jobs);
+      return result;
+    }
+    sort_in_handout_order(result->jobs);
+    return result;
+  }
+
+  Result<QueueLimits> limits(std::string_view queue) override {
+    return read<QueueLimits>([&](Connection& c) -> Result<QueueLimits> {
+      auto read_limits = c.prepare(sql::queue_limits::text);
+      if (!read_limits) return fail_with(read_limits.error());
+      Statement& q = **read_limits;
+      q.bind(sql::queue_limits::queue, queue);
+      auto found = q.step();
+      if (!found) return fail_with(found.error());
+      QueueLimits limits;
+      if (*found) {
+        limits.running = q.optional_int64(1);
+        if (auto count = q.optional_int64(2)) {
+          limits.rate = RateLimit{*count, Duration(q.optional_int64(3).value_or(1))};
+        }
+      }
+      return limits;
+    });
+  }
+
+  Status set_limits(std::string_view queue, const QueueLimits& limits) override {
+    auto done = write<bool>([&](Connection& c, std::int64_t) -> Result<bool> {
+      using Q = sql::set_limits;
+      auto set = c.prepare(Q::text);
+      if (!set) return fail_with(set.error());
+      Statement& s = **set;
+      s.bind(Q::queue, queue);
+      if (limits.running) {
+        s.bind(Q::running_limit, *limits.running);
+      } else {
+        s.bind_null(Q::running_limit);
+      }
+      if (limits.rate) {
+        s.bind(Q::rate_count, limits.rate->count);
+        s.bind(Q::rate_window, static_cast<std::int64_t>(limits.rate->window.count()));
+      } else {
+        s.bind_null(Q::rate_count);
+        s.bind_null(Q::rate_window);
+      }
+      if (auto ok = run(s); !ok) return fail_with(ok.error());
+      if (!limits.rate) return true;
+      std::vector<std::int64_t> times;
+      auto read_times = c.prepare(sql::rate_slot_times::text);
+      if (!read_times) return fail_with(read_times.error());
+      (*read_times)->bind(sql::rate_slot_times::queue, queue);
+      while (true) {
+        auto row = (*read_times)->step();
+        if (!row) return fail_with(row.error());
+        if (!*row) break;
+        times.push_back((*read_times)->int64(0));
+      }
+      auto remove = c.prepare(sql::delete_rate_slots::text);
+      if (!remove) return fail_with(remove.error());
+      (*remove)->bind(sql::delete_rate_slots::queue, queue);
+      if (auto ok = run(**remove); !ok) return fail_with(ok.error());
+      const auto slots = resized_rate_slots(std::move(times), limits.rate->count);
+      for (std::size_t i = 0; i < slots.size(); ++i) {
+        auto insert = c.prepare(sql::insert_rate_slot::text);
+        if (!insert) return fail_with(insert.error());
+        (*insert)->bind(sql::insert_rate_slot::queue, queue);
+        (*insert)->bind(sql::insert_rate_slot::slot, static_cast<std::int64_t>(i));
+        (*insert)->bind(sql::insert_rate_slot::leased_at, slots[i]);
+        if (auto ok = run(**insert); !ok) return fail_with(ok.error());
+      }
+      return true;
+    });
+    if (!done) return fail_with(done.error());
+    return {};
+  }
+
+  Status clear_limits(std::string_view queue) override {
+    auto done = write<bool>([&](Connection& c, std::int64_t) -> Result<bool> {
+      auto clear = c.prepare(sql::clear_limits::text);
+      if (!clear) return fail_with(clear.error());
+      (*clear)->bind(sql::clear_limits::queue, queue);
+      if (auto ok = run(**clear); !ok) return fail_with(ok.error());
+      auto remove = c.prepare(sql::delete_rate_slots::text);
+      if (!remove) return fail_with(remove.error());
+      (*remove)->bind(sql::delete_rate_slots::queue, queue);
+      if (auto ok = run(**remove); !ok) return fail_with(ok.error());
+      return true;
+    });
+    if (!done) return fail_with(done.error());
+    return {};
+  }
+
   Result<std::vector<bool>> complete(std::span<const LeasedRef> refs, bool delete_row) override {
     if (!delete_row) {
       return settle<sql::complete>(
@@ -812,6 +997,10 @@ class SqliteEngine final : public Engine {
         QueueStats& q = result.back();
         if (s.text(1) == "paused") {
           q.paused = true;
+          continue;
+        }
+        if (s.text(1) == "limits") {
+          set_limits_row(q, s.optional_int64(2), s.optional_int64(3), s.optional_int64(4));
           continue;
         }
         const JobState state = parse_job_state(s.text(1)).value_or(JobState::kAvailable);

@@ -210,6 +210,7 @@ function overview(main) {
             el('th', {class: 'num'}, 'Rate/s'),
             el('th', {class: 'num'}, 'Oldest available'),
             el('th', {}, 'State'),
+            el('th', {title: 'global limits over every worker: readpast limit QUEUE'}, 'Limits'),
             el('th', {}, ''))),
          body));
   main.replaceChildren(totals, chart, table);
@@ -239,9 +240,17 @@ function renderTotals(section, queues) {
       card('Finished/s', rate(sum('succeeded_per_s') + sum('dead_per_s')), '', 'rate'));
 }
 
+// A queue's global limits ("limits" of GET /api/queues): "running 5 · 100/1s", or "—".
+function limitsText(limits) {
+  const parts = [];
+  if (limits && limits.running != null) parts.push(`running ${count(limits.running)}`);
+  if (limits && limits.rate != null) parts.push(`rate ${limits.rate}`);
+  return parts.length ? parts.join(' · ') : '—';
+}
+
 function renderQueues(body, queues, refresh) {
   if (queues.length === 0) {
-    body.replaceChildren(el('tr', {}, el('td', {colspan: 10, class: 'empty'},
+    body.replaceChildren(el('tr', {}, el('td', {colspan: 11, class: 'empty'},
         'No queues yet. Enqueue a job: POST /api/queues/NAME/jobs, or readpast enqueue NAME.')));
     return;
   }
@@ -275,6 +284,7 @@ function renderQueues(body, queues, refresh) {
         el('td', {'data-col': 'paused'},
            q.paused ? el('span', {class: 'badge paused'}, 'paused')
                     : el('span', {class: 'badge active'}, 'active')),
+        el('td', {'data-col': 'limits'}, limitsText(q.limits)),
         actions);
   }));
 }

@@ -116,9 +116,69 @@ SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, 
   WHERE queue = :queue AND state = 'available'
     AND run_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
     AND NOT EXISTS (SELECT 1 FROM readpast_queues
-                    WHERE name = :queue AND paused_at IS NOT NULL)
+                    WHERE name = :queue AND (paused_at IS NOT NULL
+                      OR running_limit IS NOT NULL OR rate_count IS NOT NULL))
   ORDER BY priority, run_at, id LIMIT :max_jobs
   FOR UPDATE SKIP LOCKED;
+
+-- name: lease_select_limited
+-- lease_select for a queue with limits, inside the lease under limits once they allowed
+-- :max_jobs jobs (the queue's row is locked and known not to be paused).
+SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+       lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error, payload,
+       CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
+  FROM readpast_jobs FORCE INDEX (readpast_jobs_lease)
+  WHERE queue = :queue AND state = 'available'
+    AND run_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
+  ORDER BY priority, run_at, id LIMIT :max_jobs
+  FOR UPDATE SKIP LOCKED;
+
+-- name: lock_queue_limits
+-- The lease under limits, step 1: the queue's row, locked so that leases of the queue count
+-- and take one at a time; taken by another lease, it is skipped (no row): the lease returns
+-- nothing this time instead of waiting.
+SELECT paused_at IS NOT NULL, running_limit, rate_count, rate_window
+  FROM readpast_queues WHERE name = :queue
+  FOR UPDATE SKIP LOCKED;
+
+-- name: queue_limits
+-- A plain read (no lock): the queue's limits; no row: none.
+SELECT paused_at IS NOT NULL, running_limit, rate_count, rate_window
+  FROM readpast_queues WHERE name = :queue;
+
+-- name: count_running
+-- The queue's running jobs along readpast_jobs_lease, up to :limit only (a plain read).
+SELECT count(*) FROM (SELECT 1 FROM readpast_jobs FORCE INDEX (readpast_jobs_lease)
+                      WHERE queue = :queue AND state = 'running' LIMIT :limit) r;
+
+-- name: now_us
+-- The lease under limits reads its time after counting the running jobs: a job whose settling
+-- the count saw finished before it, so the jobs' own times show the limit held.
+SELECT CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED);
+
+-- name: free_rate_slots
+-- The rate slots whose lease left the window, oldest first, up to :limit.
+SELECT slot FROM readpast_rate_slots FORCE INDEX (readpast_rate_slots_oldest)
+  WHERE queue = :queue AND leased_at <= :before ORDER BY leased_at, slot LIMIT :limit;
+
+-- name: stamp_rate_slots
+-- :slots a JSON array of slot numbers, joined by primary key (STRAIGHT_JOIN as in
+-- lease_take_many).
+UPDATE JSON_TABLE(:slots, '$[*]' COLUMNS (slot INT PATH '$')) x
+  STRAIGHT_JOIN readpast_rate_slots s ON s.queue = :queue AND s.slot = x.slot
+  SET s.leased_at = :now;
+
+-- name: due_job_exists
+SELECT EXISTS (SELECT 1 FROM readpast_jobs FORCE INDEX (readpast_jobs_lease)
+               WHERE queue = :queue AND state = 'available'
+                 AND run_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED));
+
+-- name: set_limits
+-- readpast_set_limits (migration 7) validates again and resizes the rate's slots.
+CALL readpast_set_limits(:queue, :running, :rate_count, :rate_window);
+
+-- name: clear_limits
+CALL readpast_clear_limits(:queue);
 
 -- name: lease_take
 -- The lease, step 2, for each row step 1 locked, by primary key: :started_at is the time step 1
@@ -327,7 +387,8 @@ DELETE FROM readpast_jobs
 -- One row per (queue, state): the count, then the state's sub-count (scheduled for
 -- 'available', expired leases for 'running'), then the age of the oldest due job
 -- ('available' only). Paused queues come as one more row, of state 'paused', so that a paused
--- queue without jobs is listed too.
+-- queue without jobs is listed too; queues with limits as one of state 'limits'
+-- (running_limit, rate_count, rate_window in the count columns).
 SELECT queue, state, count(*),
        coalesce(sum(CASE state
                       WHEN 'available'
@@ -341,6 +402,9 @@ SELECT queue, state, count(*),
   FROM readpast_jobs GROUP BY queue, state
 UNION ALL
 SELECT name, 'paused', 0, 0, NULL FROM readpast_queues WHERE paused_at IS NOT NULL
+UNION ALL
+SELECT name, 'limits', running_limit, rate_count, rate_window FROM readpast_queues
+  WHERE running_limit IS NOT NULL OR rate_count IS NOT NULL
 ORDER BY 1;
 
 -- name: stats_queue
@@ -358,7 +422,10 @@ SELECT queue, state, count(*),
   FROM readpast_jobs WHERE queue = :queue GROUP BY queue, state
 UNION ALL
 SELECT name, 'paused', 0, 0, NULL FROM readpast_queues
-  WHERE paused_at IS NOT NULL AND name = :queue;
+  WHERE paused_at IS NOT NULL AND name = :queue
+UNION ALL
+SELECT name, 'limits', running_limit, rate_count, rate_window FROM readpast_queues
+  WHERE (running_limit IS NOT NULL OR rate_count IS NOT NULL) AND name = :queue;
 
 -- name: job_queues
 -- Every queue that has jobs, from readpast_jobs_lease in a loose index scan (one step per
@@ -636,10 +703,31 @@ SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, 
 
 -- name: has_due_job
 -- wait_for_work's poll: is a job due (and the queue not paused)? Along readpast_jobs_lease.
+-- The second column says whether the queue has limits (one probe of readpast_queues' primary
+-- key): only then does the poll ask queue_throttled too, so that the poll of a queue without
+-- limits stays what it was.
 SELECT EXISTS (SELECT 1 FROM readpast_jobs
                WHERE queue = :queue AND state = 'available'
                  AND run_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED))
-   AND NOT EXISTS (SELECT 1 FROM readpast_queues WHERE name = :queue AND paused_at IS NOT NULL);
+   AND NOT EXISTS (SELECT 1 FROM readpast_queues WHERE name = :queue AND paused_at IS NOT NULL),
+       EXISTS (SELECT 1 FROM readpast_queues
+               WHERE name = :queue AND (running_limit IS NOT NULL OR rate_count IS NOT NULL));
+
+-- name: queue_throttled
+-- Would the queue's limits keep a lease from taking a job now (as many running as the running
+-- limit, no rate slot out of its window)? A throttled worker then waits instead of spinning.
+-- Under a running limit the running jobs are about as many as the limit.
+SELECT EXISTS (SELECT 1 FROM readpast_queues q
+               WHERE q.name = :queue
+                 AND ((q.running_limit IS NOT NULL
+                       AND (SELECT count(*) FROM readpast_jobs r
+                            WHERE r.queue = :queue AND r.state = 'running') >= q.running_limit)
+                      OR (q.rate_count IS NOT NULL
+                          AND NOT EXISTS (
+                            SELECT 1 FROM readpast_rate_slots s
+                            WHERE s.queue = :queue
+                              AND s.leased_at <= CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)
+                                                 - q.rate_window))));
 
 -- name: add_metric
 -- One series of a flush (docs/metrics.md): its stored total grows by the value. A flush

@@ -165,7 +165,7 @@ ORDER BY i.ord;
 -- (~0.2 ms, as much as running it); with a literal LIMIT it caches a plan after five calls.
 --
 -- The NOT EXISTS (one probe of the queues table's primary key) hands out nothing of a
--- paused queue.
+-- paused queue, nor of one with limits (lease_limited serves those; same row, same cost).
 --
 -- `j.id = ANY (ARRAY(SELECT …))` repeats the join condition so that the rows to update are
 -- found by one probe of the primary key each: with a literal LIMIT of a few hundred the
@@ -180,7 +180,8 @@ WITH picked AS (
       AND (SELECT min(d.run_at) FROM :"schema".jobs d
            WHERE d.queue = :queue::text AND d.state = 'available') <= statement_timestamp()
       AND NOT EXISTS (SELECT 1 FROM :"schema".queues q
-                      WHERE q.name = :queue::text AND q.paused_at IS NOT NULL)
+                      WHERE q.name = :queue::text AND (q.paused_at IS NOT NULL
+                        OR q.running_limit IS NOT NULL OR q.rate_count IS NOT NULL))
     ORDER BY j.priority, j.run_at, j.id
     LIMIT :max_jobs::integer
     FOR UPDATE SKIP LOCKED
@@ -450,8 +451,23 @@ SELECT statement_timestamp();
 
 -- name: next_due
 -- Microseconds until the queue's next available job is due (<= 0: one is due now); NULL
--- when the queue has no available job or is paused. One probe of jobs_due_idx.
-SELECT (extract(epoch FROM min(j.run_at) - statement_timestamp()) * 1000000)::bigint
+-- when the queue has no available job or is paused. One probe of jobs_due_idx. Then whether
+-- the queue's limits let no lease take a job now (running limit reached, no rate slot out of
+-- its window): a throttled worker then looks again now and then instead of spinning, since
+-- no notification announces a settled job. Under a running limit the queue's running jobs
+-- are about as many as the limit, so counting them is bounded by it.
+SELECT (extract(epoch FROM min(j.run_at) - statement_timestamp()) * 1000000)::bigint,
+       EXISTS (SELECT 1 FROM :"schema".queues q
+               WHERE q.name = :queue::text
+                 AND ((q.running_limit IS NOT NULL
+                       AND (SELECT count(*) FROM :"schema".jobs r
+                            WHERE r.queue = :queue::text AND r.state = 'running')
+                           >= q.running_limit)
+                      OR (q.rate_count IS NOT NULL
+                          AND NOT EXISTS (SELECT 1 FROM :"schema".rate_slots s
+                                          WHERE s.queue = :queue::text
+                                            AND s.leased_at <= statement_timestamp()
+                                              - q.rate_window_us * interval '1 microsecond'))))
 FROM :"schema".jobs j
 WHERE j.queue = :queue::text AND j.state = 'available'
   AND NOT EXISTS (SELECT 1 FROM :"schema".queues q
@@ -491,7 +507,12 @@ GROUP BY j.queue
 UNION ALL
 SELECT q.name, 'paused'::text, 0::bigint, 0::bigint, NULL::bigint
 FROM :"schema".queues q
-WHERE q.paused_at IS NOT NULL AND (:queue::text IS NULL OR q.name = :queue::text);
+WHERE q.paused_at IS NOT NULL AND (:queue::text IS NULL OR q.name = :queue::text)
+UNION ALL
+SELECT q.name, 'limits'::text, q.running_limit::bigint, q.rate_count::bigint, q.rate_window_us
+FROM :"schema".queues q
+WHERE (q.running_limit IS NOT NULL OR q.rate_count IS NOT NULL)
+  AND (:queue::text IS NULL OR q.name = :queue::text);
 
 -- list_*: one statement per filter, so that each gets a plan that fits it; pages by id
 -- between :after_id and :before_id (exclusive), oldest first or (the *_desc twin) newest
@@ -675,6 +696,22 @@ WHERE j.state IN ('succeeded', 'dead') AND j.finished_at > :since::timestamptz
   AND (:queue::text IS NULL OR j.queue = :queue::text)
 GROUP BY j.queue
 ORDER BY j.queue;
+
+-- name: lease_limited
+-- See the function (migration 8). params: queue, worker, max_jobs, lease_us, tokens
+SELECT * FROM :"schema".lease_limited(:queue::text, :worker::text, :max_jobs::integer,
+                                      :lease_us::bigint, :tokens::uuid[]);
+
+-- name: queue_limits
+SELECT q.running_limit::bigint, q.rate_count::bigint, q.rate_window_us
+FROM :"schema".queues q WHERE q.name = :queue::text;
+
+-- name: set_limits
+SELECT :"schema".set_limits(:queue::text, :running::integer, :rate_count::integer,
+                            :rate_window_us::bigint * interval '1 microsecond');
+
+-- name: clear_limits
+SELECT :"schema".clear_limits(:queue::text);
 
 -- name: pause
 -- Pausing keeps the first pause time.

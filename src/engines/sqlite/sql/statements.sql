@@ -59,6 +59,8 @@ INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempt
           :payload);
 
 -- name: lease
+-- A queue that is paused or has limits hands out nothing here: the test reads the one row of
+-- readpast_queues the pause test always read. lease_limited serves limited queues.
 -- The sub-select walks readpast_jobs_lease in (priority, run_at, id) order. RETURNING order
 -- is unspecified, so the engine sorts the rows it returns (core/handout_order.hpp).
 UPDATE readpast_jobs SET state = 'running', attempts = attempts + 1,
@@ -67,7 +69,8 @@ UPDATE readpast_jobs SET state = 'running', attempts = attempts + 1,
   WHERE id IN (SELECT id FROM readpast_jobs
                WHERE queue = :queue AND state = 'available' AND run_at <= :now
                  AND NOT EXISTS (SELECT 1 FROM readpast_queues
-                                 WHERE name = :queue AND paused_at IS NOT NULL)
+                                 WHERE name = :queue AND (paused_at IS NOT NULL
+                                   OR running_limit IS NOT NULL OR rate_count IS NOT NULL))
                ORDER BY priority, run_at, id LIMIT :max_jobs)
   RETURNING id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
             lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error,
@@ -84,7 +87,8 @@ UPDATE readpast_jobs SET state = 'running', attempts = attempts + 1,
   WHERE id = (SELECT id FROM readpast_jobs
               WHERE queue = :queue AND state = 'available' AND run_at <= :now
                 AND NOT EXISTS (SELECT 1 FROM readpast_queues
-                                WHERE name = :queue AND paused_at IS NOT NULL)
+                                WHERE name = :queue AND (paused_at IS NOT NULL
+                                  OR running_limit IS NOT NULL OR rate_count IS NOT NULL))
               ORDER BY priority, run_at, id LIMIT :max_jobs)
   RETURNING id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
             lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error,
@@ -100,6 +104,65 @@ INSERT INTO readpast_job_errors (job_id, attempt, at, worker, error)
               ELSE 'lease expired (worker lost)' END
   FROM readpast_jobs
   WHERE queue = :queue AND state = 'running' AND lease_expires_at <= :now;
+
+-- name: lease_under_limits
+-- lease for a queue with limits, inside lease_limited's transaction, once its limits allowed
+-- :max_jobs jobs (the queue is known not to be paused: read in the same transaction).
+UPDATE readpast_jobs SET state = 'running', attempts = attempts + 1,
+    lease_token = readpast_lease_token(), leased_by = :worker_id,
+    lease_expires_at = :now + :lease_duration, started_at = :now
+  WHERE id IN (SELECT id FROM readpast_jobs
+               WHERE queue = :queue AND state = 'available' AND run_at <= :now
+               ORDER BY priority, run_at, id LIMIT :max_jobs)
+  RETURNING id, queue, state, priority, run_at, attempts, max_attempts, lease_token, leased_by,
+            lease_expires_at, enqueued_at, started_at, finished_at, unique_key, last_error,
+            payload;
+
+-- name: queue_limits
+-- A queue's limits and whether it is paused; no row: neither.
+SELECT paused_at IS NOT NULL, running_limit, rate_count, rate_window
+  FROM readpast_queues WHERE name = :queue;
+
+-- name: count_running
+-- The queue's running jobs, counted along readpast_jobs_expiry up to :limit only: a lease
+-- under a running limit of N never reads more than N entries.
+SELECT count(*) FROM (SELECT 1 FROM readpast_jobs
+                      WHERE queue = :queue AND state = 'running' LIMIT :limit);
+
+-- name: free_rate_slots
+-- The rate slots whose lease left the window (leased_at <= now - window), oldest first, up to
+-- :limit, along readpast_rate_slots_oldest.
+SELECT slot FROM readpast_rate_slots
+  WHERE queue = :queue AND leased_at <= :before ORDER BY leased_at, slot LIMIT :limit;
+
+-- name: stamp_rate_slot
+UPDATE readpast_rate_slots SET leased_at = :now WHERE queue = :queue AND slot = :slot;
+
+-- name: due_job_exists
+SELECT EXISTS (SELECT 1 FROM readpast_jobs
+               WHERE queue = :queue AND state = 'available' AND run_at <= :now);
+
+-- name: set_limits
+-- NULL keeps the queue's limit of that kind.
+INSERT INTO readpast_queues (name, running_limit, rate_count, rate_window)
+  VALUES (:queue, :running_limit, :rate_count, :rate_window)
+  ON CONFLICT (name) DO UPDATE
+  SET running_limit = coalesce(excluded.running_limit, running_limit),
+      rate_count = coalesce(excluded.rate_count, rate_count),
+      rate_window = coalesce(excluded.rate_window, rate_window);
+
+-- name: clear_limits
+UPDATE readpast_queues SET running_limit = NULL, rate_count = NULL, rate_window = NULL
+  WHERE name = :queue;
+
+-- name: rate_slot_times
+SELECT leased_at FROM readpast_rate_slots WHERE queue = :queue;
+
+-- name: delete_rate_slots
+DELETE FROM readpast_rate_slots WHERE queue = :queue;
+
+-- name: insert_rate_slot
+INSERT INTO readpast_rate_slots (queue, slot, leased_at) VALUES (:queue, :slot, :leased_at);
 
 -- name: rescue_expired
 UPDATE readpast_jobs SET
@@ -215,7 +278,8 @@ DELETE FROM readpast_jobs WHERE id IN (
 -- 'available', expired leases for 'running'), then the oldest due run_at ('available' only).
 -- Every state but running is counted along readpast_jobs_queue_state, running jobs along
 -- readpast_jobs_expiry. Paused queues come as one more row, of state 'paused', so that a
--- paused queue without jobs is listed too.
+-- paused queue without jobs is listed too; queues with limits as one of state 'limits'
+-- (running_limit, rate_count, rate_window in the count columns).
 SELECT queue, state, count(*), coalesce(sum(run_at > :now), 0),
        min(CASE WHEN run_at <= :now THEN run_at END)
   FROM readpast_jobs WHERE state <> 'running' GROUP BY queue, state
@@ -224,6 +288,9 @@ SELECT queue, 'running', count(*), coalesce(sum(lease_expires_at <= :now), 0), N
   FROM readpast_jobs WHERE state = 'running' GROUP BY queue
 UNION ALL
 SELECT name, 'paused', 0, 0, NULL FROM readpast_queues WHERE paused_at IS NOT NULL
+UNION ALL
+SELECT name, 'limits', running_limit, rate_count, rate_window FROM readpast_queues
+  WHERE running_limit IS NOT NULL OR rate_count IS NOT NULL
 ORDER BY 1;
 
 -- name: stats_queue
@@ -236,7 +303,10 @@ SELECT queue, 'running', count(*), coalesce(sum(lease_expires_at <= :now), 0), N
   FROM readpast_jobs WHERE state = 'running' AND queue = :queue GROUP BY queue
 UNION ALL
 SELECT name, 'paused', 0, 0, NULL FROM readpast_queues
-  WHERE paused_at IS NOT NULL AND name = :queue;
+  WHERE paused_at IS NOT NULL AND name = :queue
+UNION ALL
+SELECT name, 'limits', running_limit, rate_count, rate_window FROM readpast_queues
+  WHERE (running_limit IS NOT NULL OR rate_count IS NOT NULL) AND name = :queue;
 
 -- name: finished_since
 -- Since :since (exclusive), for :queue (NULL: every queue). Walks readpast_jobs_finished,
@@ -459,10 +529,23 @@ SELECT id, queue, state, priority, run_at, attempts, max_attempts, lease_token, 
 PRAGMA data_version;
 
 -- name: has_due_job
--- Is a job due (and the queue not paused)?
+-- Is a job due (and the queue not paused), and would the queue's limits let a lease take it
+-- (a running job fewer than the running limit, a rate slot out of its window)? A worker
+-- throttled by a limit then waits here instead of spinning, and a settling job's commit
+-- makes it look again. (Under a running limit the queue's running jobs are about as many as
+-- the limit, so counting them all is bounded by it.)
 SELECT EXISTS (SELECT 1 FROM readpast_jobs
                WHERE queue = :queue AND state = 'available' AND run_at <= :now)
-   AND NOT EXISTS (SELECT 1 FROM readpast_queues WHERE name = :queue AND paused_at IS NOT NULL);
+   AND NOT EXISTS (SELECT 1 FROM readpast_queues q
+                   WHERE q.name = :queue
+                     AND (q.paused_at IS NOT NULL
+                          OR (q.running_limit IS NOT NULL
+                              AND (SELECT count(*) FROM readpast_jobs
+                                   WHERE queue = :queue AND state = 'running') >= q.running_limit)
+                          OR (q.rate_count IS NOT NULL
+                              AND NOT EXISTS (SELECT 1 FROM readpast_rate_slots r
+                                              WHERE r.queue = :queue
+                                                AND r.leased_at <= :now - q.rate_window))));
 
 -- name: add_metric
 -- One series of a flush (docs/metrics.md): its stored total grows by the value.
