@@ -430,6 +430,8 @@ test('waiting jobs have a tab and a card, and a job page shows its dependencies 
                    'the edge met');
   await eventually(() => page.locator('h2').first().innerText(), (t) => /available/.test(t),
                    'the job available');
+});
+
 test('the queue table shows each queue\'s global limits, set by the CLI and cleared by the API',
      async () => {
   await readpast(['limit', 'throttled', '--running', '3', '--rate', '100/1s']);

@@ -286,8 +286,6 @@ TEST(MariadbSql, EnqueueForOpensAUniqueWindowThatOutlivesItsJob) {
                std::runtime_error);
 }
 
-// readpast_enqueue_after (migration 8, docs/mariadb.md): the engines' rules of dependencies.
-
 // Global limits through SQL (docs/mariadb.md): set and cleared by the procedures, seen by the
 // C++ API, which obeys them; readpast_lease hands out nothing of a limited queue.
 TEST(MariadbSql, SetLimitsAndClearLimitsProcedures) {
@@ -315,6 +313,35 @@ TEST(MariadbSql, SetLimitsAndClearLimitsProcedures) {
   sql.query("CALL readpast_clear_limits('lim')");
   EXPECT_TRUE(f.queue.limits("lim")->empty());
   EXPECT_EQ(sql.query("CALL readpast_lease('lim', 'sql-worker', 10, 5000000)").size(), 3u);
+}
+
+// readpast_enqueue_after (migration 8, docs/mariadb.md): the engines' rules of dependencies.
+TEST(MariadbSql, EnqueueAfterWaitsForItsDependenciesAndRefusesBadOnes) {
+  Fixture f;
+  Sql sql(f.database);
+  const std::string first =
+      *sql.scalar("SELECT readpast_enqueue('build', 'compile', NULL, NULL, NULL, NULL)");
+  const std::string waiting = *sql.scalar("SELECT readpast_enqueue_after('[" + first +
+                                          "]', 'deploy', 'ship', NULL, NULL, NULL, NULL)");
+  EXPECT_EQ(*sql.scalar("SELECT state FROM readpast_jobs WHERE id = " + waiting), "waiting");
+  for (const std::string& bad : {std::string("[999999]"), "[" + first + "," + first + "]",
+                                 std::string("[0]"), std::string("not json")}) {
+    EXPECT_THROW(sql.scalar("SELECT readpast_enqueue_after('" + bad +
+                            "', 'deploy', 'x', NULL, NULL, NULL, NULL)"),
+                 std::runtime_error)
+        << bad;
+  }
+  EXPECT_EQ(*sql.scalar("SELECT COUNT(*) FROM readpast_jobs"), "2") << "a refused call enqueued";
+
+  auto leased = f.queue.lease({.queue = "build", .worker_id = "w"});
+  ASSERT_TRUE(leased.has_value()) << leased.error().message;
+  ASSERT_EQ(leased->size(), 1u);
+  ASSERT_TRUE(f.queue.complete(leased->front().id, *leased->front().lease_token));
+  ASSERT_TRUE(f.queue.resolve_dependencies());
+  EXPECT_EQ(*sql.scalar("SELECT state FROM readpast_jobs WHERE id = " + waiting), "available");
+  const std::string at_once = *sql.scalar("SELECT readpast_enqueue_after('[" + first +
+                                          "]', 'deploy', 'again', NULL, NULL, NULL, NULL)");
+  EXPECT_EQ(*sql.scalar("SELECT state FROM readpast_jobs WHERE id = " + at_once), "available");
 }
 
 }  // namespace

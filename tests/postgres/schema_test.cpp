@@ -317,6 +317,46 @@ TEST_F(EngineDetailsTest, TimesAreTheDatabasesAndMicrosecondExact) {
 // Migration 9 (dependencies) upgrades a schema-8 database with jobs in flight: a running job
 // is completed with the token it was leased with, a held unique key stays held, and a job can
 // then wait for either.
+TEST_F(SchemaTest, JobsInFlightSurviveTheUpgradeToDependencies) {
+  constexpr int kBeforeDependencies = 8;
+  const auto schema = must(detail::pg::SchemaName::parse("readpast"));
+  const detail::pg::Sql statements(schema);
+  {
+    SqlConnection db(url_);
+    db.script(statements.create_schema.sql);
+    for (int m = 0; m < kBeforeDependencies; ++m) {
+      db.script(statements.migrations[static_cast<std::size_t>(m)]);
+      db.exec("INSERT INTO readpast.schema_version (version) VALUES (" + std::to_string(m + 1) +
+              ")");
+    }
+    db.exec(
+        "INSERT INTO readpast.jobs (queue, payload, state, attempts, lease_token, leased_by, "
+        "lease_expires_at, started_at) VALUES ('q', 'running', 'running', 1, "
+        "'00000000000000000000000000000001', 'w', now() + interval '1 hour', now())");
+    db.exec("INSERT INTO readpast.jobs (queue, payload, unique_key) VALUES ('q', 'held', 'k')");
+  }
+  QueueOptions options;
+  options.init_schema = true;
+  Queue queue = must(Queue::open(url_, options));
+  EXPECT_EQ(must(queue.init()), detail::pg::kSchemaVersion);
+  NewJob after_both;
+  after_both.queue = "next";
+  after_both.after = {1, 2};
+  const JobId waiting = must(queue.enqueue(after_both)).id;
+  EXPECT_EQ(must(queue.get(waiting)).state, JobState::kWaiting);
+  NewJob same_key;
+  same_key.queue = "q";
+  same_key.unique_key = "k";
+  EXPECT_EQ(must(queue.enqueue(same_key)).id, 2) << "the held key was lost";
+  must(queue.complete(1, must(LeaseToken::from_hex("00000000000000000000000000000001"))));
+  must(queue.resolve_dependencies());
+  EXPECT_EQ(must(queue.get(waiting)).state, JobState::kWaiting);
+  auto leased = must(queue.lease({.queue = "q", .worker_id = "w"}));
+  ASSERT_EQ(leased.size(), 1u);
+  must(queue.complete(leased[0].id, *leased[0].lease_token));
+  must(queue.resolve_dependencies());
+  EXPECT_EQ(must(queue.get(waiting)).state, JobState::kAvailable);
+}
 
 }  // namespace
 }  // namespace readpast::test

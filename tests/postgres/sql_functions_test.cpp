@@ -324,8 +324,6 @@ TEST_F(SqlFunctionsTest, EnqueueWithUniqueForOpensAWindowThatOutlivesItsJob) {
   EXPECT_NO_THROW(db.scalar("SELECT readpast.enqueue('u', 'z'::bytea, 100, NULL, NULL, 25, 'k2')"));
 }
 
-// enqueue_after (migration 9, docs/sql.md): the engines' rules of dependencies in SQL.
-
 // Global limits through SQL (docs/sql.md "set_limits"): set and cleared by the functions, seen
 // by the API, and obeyed by readpast.lease() too.
 TEST_F(SqlFunctionsTest, SetLimitsAndClearLimitsAndLeaseObeysThem) {
@@ -350,6 +348,32 @@ TEST_F(SqlFunctionsTest, SetLimitsAndClearLimitsAndLeaseObeysThem) {
   db.exec("SELECT readpast.clear_limits('lim')");
   EXPECT_TRUE(must(queue.limits("lim")).empty());
   EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.lease('lim', 'sql-worker', 10)"), "3");
+}
+
+// enqueue_after (migration 9, docs/sql.md): the engines' rules of dependencies in SQL.
+TEST_F(SqlFunctionsTest, EnqueueAfterWaitsForItsDependenciesAndRefusesBadOnes) {
+  auto db = sql();
+  Queue queue = open();
+  const auto first = db.scalar("SELECT readpast.enqueue('build', 'compile')");
+  const auto waiting =
+      db.scalar("SELECT readpast.enqueue_after(ARRAY[$1]::bigint[], 'deploy', 'ship')", {first});
+  EXPECT_EQ(db.scalar("SELECT state FROM readpast.jobs WHERE id = $1", {waiting}), "waiting");
+  EXPECT_THROW(db.scalar("SELECT readpast.enqueue_after(ARRAY[999999]::bigint[], 'deploy', 'x')"),
+               std::runtime_error);
+  EXPECT_THROW(
+      db.scalar("SELECT readpast.enqueue_after(ARRAY[$1, $1]::bigint[], 'deploy', 'x')", {first}),
+      std::runtime_error);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.jobs"), "2") << "a refused call enqueued";
+
+  auto leased = must(queue.lease({.queue = "build", .worker_id = "w"}));
+  ASSERT_EQ(leased.size(), 1u);
+  must(queue.complete(leased[0].id, *leased[0].lease_token));
+  must(queue.resolve_dependencies());
+  EXPECT_EQ(db.scalar("SELECT state FROM readpast.jobs WHERE id = $1", {waiting}), "available");
+  // A dependency that already succeeded is met at once.
+  const auto at_once =
+      db.scalar("SELECT readpast.enqueue_after(ARRAY[$1]::bigint[], 'deploy', 'again')", {first});
+  EXPECT_EQ(db.scalar("SELECT state FROM readpast.jobs WHERE id = $1", {at_once}), "available");
 }
 
 }  // namespace

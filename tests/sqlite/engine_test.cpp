@@ -479,6 +479,42 @@ TEST_F(SqliteEngineTest, RetentionForgetsClosedUniqueWindows) {
 
 // Migration 9 (dependencies) rebuilds the jobs table: every row, a running job's lease and a
 // held unique key survive it, ids are never reused, and a job can then wait for the others.
+TEST_F(SqliteEngineTest, JobsInFlightSurviveTheUpgradeToDependencies) {
+  ASSERT_NO_FATAL_FAILURE(create_as_release(8));
+  {
+    RawDb raw(path());
+    raw.scalar(
+        "INSERT INTO readpast_jobs (queue, state, attempts, lease_token, leased_by, "
+        "lease_expires_at, run_at, enqueued_at, payload) VALUES ('q', 'running', 1, "
+        "'00000000000000000000000000000001', 'w', 9000000000000000, 0, 0, 'running')");
+    raw.scalar(
+        "INSERT INTO readpast_jobs (queue, unique_key, run_at, enqueued_at, payload) "
+        "VALUES ('q', 'k', 0, 0, 'held')");
+    raw.scalar(
+        "INSERT INTO readpast_jobs (queue, run_at, enqueued_at, payload) "
+        "VALUES ('q', 0, 0, 'gone')");
+    raw.scalar("DELETE FROM readpast_jobs WHERE id = 3");  // the counter stays at 3
+  }
+  Queue queue = init();
+  EXPECT_EQ(*queue.init(), sqlite::kSchemaVersion);
+  NewJob after_both;
+  after_both.queue = "next";
+  after_both.after = {1, 2};
+  auto waiting = queue.enqueue(after_both);
+  ASSERT_TRUE(waiting) << waiting.error().message;
+  EXPECT_EQ(waiting->id, 4) << "an id was reused";
+  EXPECT_EQ(queue.get(waiting->id)->state, JobState::kWaiting);
+  NewJob same_key;
+  same_key.queue = "q";
+  same_key.unique_key = "k";
+  EXPECT_EQ(queue.enqueue(same_key)->id, 2) << "the held key was lost";
+  ASSERT_TRUE(queue.complete(1, *LeaseToken::from_hex("00000000000000000000000000000001")));
+  auto leased = queue.lease(LeaseRequest{"q", "w", 1});
+  ASSERT_TRUE(leased && leased->size() == 1u);
+  ASSERT_TRUE(queue.complete(leased->front().id, *leased->front().lease_token));
+  ASSERT_TRUE(queue.resolve_dependencies());
+  EXPECT_EQ(queue.get(waiting->id)->state, JobState::kAvailable);
+}
 
 }  // namespace
 }  // namespace readpast::test
