@@ -58,19 +58,45 @@ CREATE TABLE :"schema".groups (
 );
 CREATE INDEX groups_pending_idx ON :"schema".groups (id) WHERE release_pending;
 
--- The SQL interface (docs/sql.md): enqueue's unique key is held by waiting jobs too (the
--- index above), so the holder it hands back may be waiting.
+-- The SQL interface (docs/sql.md): enqueue (migration 7's, with unique_for) finds the holder
+-- of a unique key among waiting jobs too (the index above), so the holder it hands back may
+-- be waiting.
 CREATE OR REPLACE FUNCTION :"schema".enqueue(queue text, payload bytea DEFAULT ''::bytea,
                             priority integer DEFAULT 100, run_at timestamptz DEFAULT NULL,
                             delay interval DEFAULT NULL, max_attempts integer DEFAULT 25,
-                            unique_key text DEFAULT NULL)
+                            unique_key text DEFAULT NULL, unique_for interval DEFAULT NULL)
 RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
 #variable_conflict use_column
 DECLARE
-  job_id bigint;
+  v_id bigint;
+  v_claimed boolean;
 BEGIN
   IF $4 IS NOT NULL AND $5 IS NOT NULL THEN
     RAISE EXCEPTION 'give run_at or delay, not both' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF $8 IS NOT NULL AND ($7 IS NULL OR $8 <= interval '0') THEN
+    RAISE EXCEPTION 'unique_for needs a unique_key and a duration longer than zero'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF $8 IS NOT NULL THEN
+    -- Claim the window (taking over a closed one): its row lock settles a race for the key.
+    INSERT INTO :"schema".unique_windows AS w (queue, unique_key, job_id, until)
+    VALUES ($1, $7, NULL, statement_timestamp() + $8)
+    ON CONFLICT (queue, unique_key) DO UPDATE SET job_id = NULL, until = excluded.until
+      WHERE w.until <= statement_timestamp()
+    RETURNING true INTO v_claimed;
+    IF v_claimed IS NULL THEN
+      SELECT w.job_id INTO v_id FROM :"schema".unique_windows w
+      WHERE w.queue = $1 AND w.unique_key = $7;
+      RETURN v_id;
+    END IF;
+  ELSIF $7 IS NOT NULL THEN
+    SELECT w.job_id INTO v_id FROM :"schema".unique_windows w
+    WHERE w.queue = $1 AND w.unique_key = $7 AND w.until > statement_timestamp()
+      AND w.job_id IS NOT NULL;
+    IF v_id IS NOT NULL THEN
+      RETURN v_id;
+    END IF;
   END IF;
   LOOP
     INSERT INTO :"schema".jobs AS j (queue, payload, priority, run_at, max_attempts, unique_key)
@@ -78,15 +104,26 @@ BEGIN
     ON CONFLICT (queue, unique_key)
       WHERE unique_key IS NOT NULL AND state IN ('available', 'running', 'waiting')
       DO NOTHING
-    RETURNING j.id INTO job_id;
-    IF job_id IS NOT NULL THEN
-      RETURN job_id;
+    RETURNING j.id INTO v_id;
+    IF v_id IS NOT NULL THEN
+      IF $8 IS NOT NULL THEN
+        UPDATE :"schema".unique_windows w SET job_id = v_id
+        WHERE w.queue = $1 AND w.unique_key = $7;
+      END IF;
+      RETURN v_id;
     END IF;
-    SELECT j.id INTO job_id FROM :"schema".jobs j
+    -- The key is held: return the holder (and drop a window claimed for a job that was not
+    -- enqueued). Each statement of this function takes a new snapshot, so a holder
+    -- committed after the INSERT's snapshot is visible here.
+    SELECT j.id INTO v_id FROM :"schema".jobs j
     WHERE j.queue = $1 AND j.unique_key = $7 AND j.state IN ('available', 'running', 'waiting');
-    IF job_id IS NOT NULL THEN
-      RETURN job_id;
+    IF v_id IS NOT NULL THEN
+      IF $8 IS NOT NULL THEN
+        DELETE FROM :"schema".unique_windows w WHERE w.queue = $1 AND w.unique_key = $7;
+      END IF;
+      RETURN v_id;
     END IF;
+    -- The holder finished in between: insert again.
   END LOOP;
 END
 $fn$;
