@@ -389,8 +389,9 @@ TEST_P(MultiprocessTest, JobsOfAKilledWorkerComeBackOnlyAfterTheirLeasesExpire) 
             << " ms\n";
 }
 
-// Dependencies under a SIGKILL: a third of the jobs are roots, each with a dependent, each of
-// those with a dependent that also waits for the next root. Workers in several processes
+// Dependencies and a group callback under a SIGKILL: a third of the jobs are roots (the
+// members of a group, which one callback waits for), each with a dependent, each of those
+// with a dependent that also waits for the next root. Workers in several processes
 // drain them while the slow victim is killed holding leases: its jobs come back at lease
 // expiry, and their dependents still start only after they succeed. Every dependent is
 // checked from the histories and the final rows (check_dependencies), besides every job's
@@ -406,11 +407,20 @@ TEST_P(MultiprocessTest, DependentsStartOnlyAfterTheirDependenciesSucceedThrough
     job.after = std::move(after);
     return job;
   };
+  // The roots are the members of one group, and a callback waits for the group: it must
+  // start only after every root finished (here: succeeded), once.
   std::vector<NewJob> batch;
-  for (int i = 0; i < roots; ++i) batch.push_back(job_of("root-" + std::to_string(i), {}));
+  for (int i = 0; i < roots; ++i) {
+    batch.push_back(job_of("root-" + std::to_string(i), {}));
+    batch.back().group = "mp-roots";
+  }
   std::vector<JobId> ids;
   for (const auto& e : ok(queue_->enqueue_batch(batch))) ids.push_back(e.id);
+  NewJob callback = job_of("callback", {});
+  callback.after_group = "mp-roots";
+  const JobId callback_id = ok(queue_->enqueue(callback)).id;
   std::map<JobId, std::vector<JobId>> after;
+  after[callback_id] = std::vector<JobId>(ids.begin(), ids.end());
   batch.clear();
   for (int i = 0; i < roots; ++i) batch.push_back(job_of("mid-" + std::to_string(i), {ids[i]}));
   std::vector<JobId> middles;
@@ -426,6 +436,7 @@ TEST_P(MultiprocessTest, DependentsStartOnlyAfterTheirDependenciesSucceedThrough
   for (std::size_t i = 0; i < leaves.size(); ++i) after[leaves[i].id] = batch[i].after;
   for (const auto& [dependent, deps] : after) ids.push_back(dependent);
   std::sort(ids.begin(), ids.end());
+  ASSERT_EQ(ok(queue_->get(callback_id)).state, JobState::kWaiting);
 
   constexpr Duration kLease = 2s;
   std::vector<std::unique_ptr<Process>> workers;
@@ -451,6 +462,10 @@ TEST_P(MultiprocessTest, DependentsStartOnlyAfterTheirDependenciesSucceedThrough
   EXPECT_TRUE(report.ok()) << report.summary();
   EXPECT_EQ(report.succeeded, static_cast<std::int64_t>(ids.size()));
   EXPECT_GT(report.reclaimed_from_killed, 0) << report.summary();
+  const GroupStats group = ok(queue_->group_stats("mp-roots"));
+  EXPECT_EQ(group.succeeded, roots);
+  EXPECT_EQ(group.live, 0);
+  EXPECT_EQ(group.waiters, 0);
 }
 
 // Global limits (docs/workflows.md): a running limit holds over every process at every
