@@ -321,13 +321,14 @@ TEST(MariadbSql, EnqueueAfterWaitsForItsDependenciesAndRefusesBadOnes) {
   Sql sql(f.database);
   const std::string first =
       *sql.scalar("SELECT readpast_enqueue('build', 'compile', NULL, NULL, NULL, NULL)");
-  const std::string waiting = *sql.scalar("SELECT readpast_enqueue_after('[" + first +
-                                          "]', 'deploy', 'ship', NULL, NULL, NULL, NULL)");
+  const std::string waiting =
+      *sql.scalar("SELECT readpast_enqueue_after('[" + first +
+                  "]', 'deploy', 'ship', NULL, NULL, NULL, NULL, NULL, NULL)");
   EXPECT_EQ(*sql.scalar("SELECT state FROM readpast_jobs WHERE id = " + waiting), "waiting");
   for (const std::string& bad : {std::string("[999999]"), "[" + first + "," + first + "]",
                                  std::string("[0]"), std::string("not json")}) {
     EXPECT_THROW(sql.scalar("SELECT readpast_enqueue_after('" + bad +
-                            "', 'deploy', 'x', NULL, NULL, NULL, NULL)"),
+                            "', 'deploy', 'x', NULL, NULL, NULL, NULL, NULL, NULL)"),
                  std::runtime_error)
         << bad;
   }
@@ -339,9 +340,30 @@ TEST(MariadbSql, EnqueueAfterWaitsForItsDependenciesAndRefusesBadOnes) {
   ASSERT_TRUE(f.queue.complete(leased->front().id, *leased->front().lease_token));
   ASSERT_TRUE(f.queue.resolve_dependencies());
   EXPECT_EQ(*sql.scalar("SELECT state FROM readpast_jobs WHERE id = " + waiting), "available");
-  const std::string at_once = *sql.scalar("SELECT readpast_enqueue_after('[" + first +
-                                          "]', 'deploy', 'again', NULL, NULL, NULL, NULL)");
+  const std::string at_once =
+      *sql.scalar("SELECT readpast_enqueue_after('[" + first +
+                  "]', 'deploy', 'again', NULL, NULL, NULL, NULL, NULL, NULL)");
   EXPECT_EQ(*sql.scalar("SELECT state FROM readpast_jobs WHERE id = " + at_once), "available");
+}
+
+// readpast_enqueue_after's groups: a member by p_group, a callback by p_after_group.
+TEST(MariadbSql, EnqueueAfterJoinsAndWaitsForGroups) {
+  Fixture f;
+  Sql sql(f.database);
+  const std::string member = *sql.scalar(
+      "SELECT readpast_enqueue_after('[]', 'mail', 'm', NULL, NULL, NULL, NULL, 'batch', NULL)");
+  const std::string callback = *sql.scalar(
+      "SELECT readpast_enqueue_after('[]', 'report', 'r', NULL, NULL, NULL, NULL, NULL, 'batch')");
+  EXPECT_EQ(*sql.scalar("SELECT state FROM readpast_jobs WHERE id = " + callback), "waiting");
+  EXPECT_THROW(sql.scalar("SELECT readpast_enqueue_after('[]', 'report', 'r', NULL, NULL, NULL, "
+                          "NULL, NULL, 'no-such')"),
+               std::runtime_error);
+  auto leased = f.queue.lease({.queue = "mail", .worker_id = "w"});
+  ASSERT_TRUE(leased.has_value() && leased->size() == 1u);
+  EXPECT_EQ(std::to_string(leased->front().id), member);
+  ASSERT_TRUE(f.queue.complete(leased->front().id, *leased->front().lease_token));
+  ASSERT_TRUE(f.queue.resolve_dependencies());
+  EXPECT_EQ(*sql.scalar("SELECT state FROM readpast_jobs WHERE id = " + callback), "available");
 }
 
 }  // namespace

@@ -376,5 +376,25 @@ TEST_F(SqlFunctionsTest, EnqueueAfterWaitsForItsDependenciesAndRefusesBadOnes) {
   EXPECT_EQ(db.scalar("SELECT state FROM readpast.jobs WHERE id = $1", {at_once}), "available");
 }
 
+// enqueue_after's groups: members by group_name, a callback by after_group.
+TEST_F(SqlFunctionsTest, EnqueueAfterJoinsAndWaitsForGroups) {
+  auto db = sql();
+  Queue queue = open();
+  const auto member = db.scalar(
+      "SELECT readpast.enqueue_after('{}'::bigint[], 'mail', 'm', group_name => 'batch')");
+  const auto callback = db.scalar(
+      "SELECT readpast.enqueue_after('{}'::bigint[], 'report', 'r', after_group => 'batch')");
+  EXPECT_EQ(db.scalar("SELECT state FROM readpast.jobs WHERE id = $1", {callback}), "waiting");
+  EXPECT_THROW(db.scalar("SELECT readpast.enqueue_after('{}'::bigint[], 'report', 'r', "
+                         "after_group => 'no-such')"),
+               std::runtime_error);
+  auto leased = must(queue.lease({.queue = "mail", .worker_id = "w"}));
+  ASSERT_EQ(leased.size(), 1u);
+  EXPECT_EQ(std::to_string(leased[0].id), member);
+  must(queue.complete(leased[0].id, *leased[0].lease_token));
+  must(queue.resolve_dependencies());
+  EXPECT_EQ(db.scalar("SELECT state FROM readpast.jobs WHERE id = $1", {callback}), "available");
+}
+
 }  // namespace
 }  // namespace readpast::test

@@ -56,12 +56,16 @@ INSERT IGNORE INTO readpast_locks (name) VALUES ('dependencies');
 -- succeeded, with the rules the engines apply (docs/workflows.md): a job that does not exist
 -- is an error (SQLSTATE 45000) and nothing is enqueued, a succeeded one is met, a dead or
 -- cancelled one cancels the new job at once; a unique key held by a live job is an error too.
--- Returns the new job's id. An empty array enqueues as readpast_enqueue.
+-- p_group makes the job a member of that group; p_after_group makes it wait until every member
+-- of that group has finished too (NULL: none). Returns the new job's id. An empty array without
+-- groups enqueues as readpast_enqueue.
 CREATE OR REPLACE FUNCTION readpast_enqueue_after(p_after LONGTEXT,
                                                   p_queue VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin,
                                                   p_payload LONGBLOB, p_priority INT,
                                                   p_delay_us BIGINT, p_max_attempts INT,
-                                                  p_unique_key VARBINARY(1024))
+                                                  p_unique_key VARBINARY(1024),
+                                                  p_group VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin,
+                                                  p_after_group VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin)
   RETURNS BIGINT NOT DETERMINISTIC MODIFIES SQL DATA
 BEGIN
   DECLARE v_now BIGINT DEFAULT readpast_now_us();
@@ -72,12 +76,28 @@ BEGIN
   DECLARE v_failed BIGINT DEFAULT NULL;
   DECLARE v_failed_state VARCHAR(9) DEFAULT NULL;
   DECLARE v_id BIGINT;
+  DECLARE v_group_id BIGINT DEFAULT NULL;
+  DECLARE v_group_live BIGINT DEFAULT 0;
   IF p_after IS NULL OR JSON_VALID(p_after) = 0 OR JSON_TYPE(p_after) <> 'ARRAY' THEN
     SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'p_after must be a JSON array of job ids';
   END IF;
-  IF JSON_LENGTH(p_after) = 0 THEN
+  IF JSON_LENGTH(p_after) = 0 AND p_group IS NULL AND p_after_group IS NULL THEN
     RETURN readpast_enqueue(p_queue, p_payload, p_priority, p_delay_us, p_max_attempts,
                             p_unique_key);
+  END IF;
+  IF p_group IS NOT NULL AND p_group REGEXP '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$' = 0 THEN
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'invalid group name';
+  END IF;
+  IF p_group <=> p_after_group AND p_group IS NOT NULL THEN
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'a job cannot wait for its own group';
+  END IF;
+  IF p_after_group IS NOT NULL THEN
+    -- Locked, so that the group's last member cannot finish unseen before this commits.
+    SELECT id, live INTO v_group_id, v_group_live FROM readpast_groups
+      WHERE name = p_after_group FOR UPDATE;
+    IF v_group_id IS NULL THEN
+      SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'no job was ever enqueued in that group to wait for';
+    END IF;
   END IF;
   SELECT COUNT(*), COUNT(DISTINCT a.id) INTO v_count, v_distinct
     FROM JSON_TABLE(p_after, '$[*]' COLUMNS (id BIGINT PATH '$')) a WHERE a.id >= 1;
@@ -94,7 +114,7 @@ BEGIN
   IF v_missing IS NOT NULL THEN
     SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'a job to wait for does not exist';
   END IF;
-  SELECT COUNT(*) INTO v_unmet FROM readpast_jobs
+  SELECT COUNT(*) + IF(v_group_live > 0, 1, 0) INTO v_unmet FROM readpast_jobs
     WHERE id IN (SELECT a.id FROM JSON_TABLE(p_after, '$[*]' COLUMNS (id BIGINT PATH '$')) a)
       AND state <> 'succeeded';
   SELECT j.id, j.state INTO v_failed, v_failed_state
@@ -106,9 +126,13 @@ BEGIN
     SIGNAL SQLSTATE '45000'
       SET MESSAGE_TEXT = 'the unique key is held by a job that was not enqueued after these jobs';
   END IF;
+  IF p_group IS NOT NULL THEN
+    INSERT INTO readpast_groups (name, live) VALUES (p_group, 1)
+      ON DUPLICATE KEY UPDATE live = live + 1;
+  END IF;
   INSERT INTO readpast_jobs (queue, state, priority, run_at, attempts, max_attempts,
                              enqueued_at, unique_key, payload, waiting_for, delay_us,
-                             finished_at, last_error)
+                             finished_at, last_error, group_name, notify)
     VALUES (p_queue,
             CASE WHEN v_failed IS NOT NULL THEN 'cancelled'
                  WHEN v_unmet > 0 THEN 'waiting' ELSE 'available' END,
@@ -119,11 +143,16 @@ BEGIN
             v_unmet, GREATEST(COALESCE(p_delay_us, 0), 0),
             IF(v_failed IS NULL, NULL, v_now),
             IF(v_failed IS NULL, NULL,
-               CONCAT('cancelled: dependency ', v_failed, ' is ', v_failed_state)));
+               CONCAT('cancelled: dependency ', v_failed, ' is ', v_failed_state)),
+            p_group, p_group IS NOT NULL);
   SET v_id = LAST_INSERT_ID();
   INSERT INTO readpast_dependencies (depends_on, job_id, met)
     SELECT j.id, v_id, j.state = 'succeeded' FROM readpast_jobs j
     WHERE j.id IN (SELECT a.id FROM JSON_TABLE(p_after, '$[*]' COLUMNS (id BIGINT PATH '$')) a);
+  IF v_group_id IS NOT NULL THEN
+    INSERT INTO readpast_dependencies (depends_on, job_id, met)
+      VALUES (-v_group_id, v_id, v_group_live = 0);
+  END IF;
   RETURN v_id;
 END;
 

@@ -130,12 +130,15 @@ $fn$;
 
 -- enqueue_after: enqueue a job that waits until every job of `after` has succeeded (the
 -- rules of docs/workflows.md, as the engines apply them: a missing job is an error, a
--- succeeded one is met, a dead or cancelled one cancels the new job at once). Returns its id.
+-- succeeded one is met, a dead or cancelled one cancels the new job at once), and, with
+-- after_group, until every member of that group has finished; group_name makes it a member
+-- of a group. Returns its id.
 CREATE FUNCTION :"schema".enqueue_after(after bigint[], queue text,
                                   payload bytea DEFAULT ''::bytea,
                                   priority integer DEFAULT 100, run_at timestamptz DEFAULT NULL,
                                   delay interval DEFAULT NULL, max_attempts integer DEFAULT 25,
-                                  unique_key text DEFAULT NULL)
+                                  unique_key text DEFAULT NULL, group_name text DEFAULT NULL,
+                                  after_group text DEFAULT NULL)
 RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
 #variable_conflict use_column
 DECLARE
@@ -144,15 +147,30 @@ DECLARE
   unmet integer;
   failed_id bigint;
   failed_state text;
+  group_id bigint;
+  group_live bigint;
   delay_us bigint := coalesce((extract(epoch FROM $6) * 1000000)::bigint, 0);
 BEGIN
   IF $5 IS NOT NULL AND $6 IS NOT NULL THEN
     RAISE EXCEPTION 'give run_at or delay, not both' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  IF coalesce(array_length($1, 1), 0) = 0 THEN
+  IF coalesce(array_length($1, 1), 0) = 0 AND $9 IS NULL AND $10 IS NULL THEN
     RETURN :"schema".enqueue($2, $3, $4, $5, $6, $7, $8);
   END IF;
-  IF (SELECT count(DISTINCT a) FROM unnest($1) a) <> array_length($1, 1)
+  IF $9 = $10 THEN
+    RAISE EXCEPTION 'a job cannot wait for its own group' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF $10 IS NOT NULL THEN
+    -- Locked, so that the group's last member cannot finish unseen before this commits.
+    SELECT g.id, g.live INTO group_id, group_live FROM :"schema".groups g
+    WHERE g.name = $10 FOR UPDATE;
+    IF group_id IS NULL THEN
+      RAISE EXCEPTION 'no job was ever enqueued in group % to wait for', $10
+        USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+  END IF;
+  IF (SELECT count(DISTINCT a) FROM unnest(coalesce($1, '{}')) a)
+       <> coalesce(array_length($1, 1), 0)
      OR EXISTS (SELECT 1 FROM unnest($1) a WHERE a IS NULL OR a < 1) THEN
     RAISE EXCEPTION 'job ids to wait for must be positive and listed once'
       USING ERRCODE = 'invalid_parameter_value';
@@ -166,13 +184,18 @@ BEGIN
     RAISE EXCEPTION 'job % to wait for does not exist', missing
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT count(*) INTO unmet FROM :"schema".jobs j
-  WHERE j.id = ANY($1) AND j.state <> 'succeeded';
+  SELECT count(*) + CASE WHEN group_live > 0 THEN 1 ELSE 0 END INTO unmet
+  FROM :"schema".jobs j WHERE j.id = ANY($1) AND j.state <> 'succeeded';
+  IF $9 IS NOT NULL THEN
+    INSERT INTO :"schema".groups AS g (name, live) VALUES ($9, 1)
+    ON CONFLICT (name) DO UPDATE SET live = g.live + 1;
+  END IF;
   SELECT j.id, j.state INTO failed_id, failed_state
   FROM unnest($1) WITH ORDINALITY AS a(id, ord) JOIN :"schema".jobs j ON j.id = a.id
   WHERE j.state IN ('dead', 'cancelled') ORDER BY a.ord LIMIT 1;
   INSERT INTO :"schema".jobs AS j (queue, payload, priority, run_at, max_attempts, unique_key,
-                                 state, waiting_for, delay_us, finished_at, last_error)
+                                 state, waiting_for, delay_us, finished_at, last_error,
+                                 group_name, notify)
   VALUES ($2, $3, $4,
           CASE WHEN failed_id IS NULL AND unmet = 0
                THEN greatest(coalesce($5, statement_timestamp()),
@@ -184,7 +207,8 @@ BEGIN
           unmet, delay_us,
           CASE WHEN failed_id IS NOT NULL THEN statement_timestamp() END,
           CASE WHEN failed_id IS NOT NULL
-               THEN 'cancelled: dependency ' || failed_id || ' is ' || failed_state END)
+               THEN 'cancelled: dependency ' || failed_id || ' is ' || failed_state END,
+          $9, $9 IS NOT NULL)
   ON CONFLICT (queue, unique_key)
     WHERE unique_key IS NOT NULL AND state IN ('available', 'running', 'waiting')
     DO NOTHING
@@ -195,6 +219,10 @@ BEGIN
   END IF;
   INSERT INTO :"schema".dependencies (depends_on, job_id, met)
   SELECT j.id, job_id, j.state = 'succeeded' FROM :"schema".jobs j WHERE j.id = ANY($1);
+  IF group_id IS NOT NULL THEN
+    INSERT INTO :"schema".dependencies (depends_on, job_id, met)
+    VALUES (-group_id, job_id, group_live = 0);
+  END IF;
   RETURN job_id;
 END
 $fn$;
@@ -202,7 +230,8 @@ $fn$;
 CREATE FUNCTION :"schema".enqueue_after(after bigint[], queue text, payload text,
                                   priority integer DEFAULT 100, run_at timestamptz DEFAULT NULL,
                                   delay interval DEFAULT NULL, max_attempts integer DEFAULT 25,
-                                  unique_key text DEFAULT NULL)
+                                  unique_key text DEFAULT NULL, group_name text DEFAULT NULL,
+                                  after_group text DEFAULT NULL)
 RETURNS bigint LANGUAGE sql VOLATILE AS $fn$
-  SELECT :"schema".enqueue_after($1, $2, convert_to($3, 'UTF8'), $4, $5, $6, $7, $8)
+  SELECT :"schema".enqueue_after($1, $2, convert_to($3, 'UTF8'), $4, $5, $6, $7, $8, $9, $10)
 $fn$;
