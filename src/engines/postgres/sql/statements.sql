@@ -218,7 +218,7 @@ RETURNING j.id, r.token;
 -- `complete` instead, and retention deletes it once resolve_dependencies has told them.
 DELETE FROM :"schema".jobs j
 USING unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
-WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token AND NOT j.notify
+WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token AND j.notify IS NOT TRUE
 RETURNING j.id, r.token;
 
 -- name: fail
@@ -404,7 +404,7 @@ WHERE j.id = old.id AND j.id = ANY(:ids::bigint[]) AND j.state IN ('dead', 'canc
                        WHERE c.id = ANY(:ids::bigint[]) AND c.state IN ('dead', 'cancelled')
                          AND c.queue = j.queue AND c.unique_key = j.unique_key)))
 RETURNING j.id, EXISTS (SELECT 1 FROM :"schema".dependencies d WHERE d.job_id = j.id),
-          CASE WHEN NOT old.notify THEN j.group_name END;
+          CASE WHEN old.notify IS NOT TRUE THEN j.group_name END;
 
 -- name: retry_all
 -- The same as retry, for every job of a queue in one state (dead or cancelled).
@@ -430,7 +430,7 @@ WHERE j.id = old.id AND j.queue = :queue::text AND j.state = :state::text
                        WHERE c.queue = :queue::text AND c.state = :state::text
                          AND c.queue = j.queue AND c.unique_key = j.unique_key)))
 RETURNING j.id, EXISTS (SELECT 1 FROM :"schema".dependencies d WHERE d.job_id = j.id),
-          CASE WHEN NOT old.notify THEN j.group_name END;
+          CASE WHEN old.notify IS NOT TRUE THEN j.group_name END;
 
 -- name: purge
 -- One small batch of a purge; walks jobs_finished_idx.
@@ -439,7 +439,7 @@ WHERE j.id IN (
   SELECT d.id FROM :"schema".jobs d
   WHERE d.queue = :queue::text AND d.state = :state::text
     AND d.state IN ('succeeded', 'dead', 'cancelled')
-    AND d.finished_at <= :cutoff::timestamptz AND NOT d.notify
+    AND d.finished_at <= :cutoff::timestamptz AND d.notify IS NOT TRUE
   ORDER BY d.finished_at
   LIMIT :batch::integer
   FOR UPDATE SKIP LOCKED
@@ -677,7 +677,7 @@ SELECT (SELECT min(j.id) FROM :"schema".jobs j), (SELECT max(j.id) FROM :"schema
 -- Deletes jobs by id, only those that have finished (like purge, never a live job).
 DELETE FROM :"schema".jobs j
 WHERE j.id = ANY(:ids::bigint[]) AND j.state IN ('succeeded', 'dead', 'cancelled')
-  AND NOT j.notify
+  AND j.notify IS NOT TRUE
 RETURNING j.id;
 
 -- name: get
@@ -933,13 +933,13 @@ WITH done AS (
   SELECT e.job_id, count(*)::integer AS n FROM edges e GROUP BY e.job_id
 ), counted AS (
   UPDATE :"schema".jobs j
-  SET state = CASE WHEN j.state = 'waiting' AND j.waiting_for <= c.n THEN 'available'
-                   ELSE j.state END,
-      run_at = CASE WHEN j.state = 'waiting' AND j.waiting_for <= c.n
+  SET state = CASE WHEN j.state = 'waiting' AND coalesce(j.waiting_for, 0) <= c.n
+                   THEN 'available' ELSE j.state END,
+      run_at = CASE WHEN j.state = 'waiting' AND coalesce(j.waiting_for, 0) <= c.n
                     THEN greatest(j.run_at, statement_timestamp()
-                                            + j.delay_us * interval '1 microsecond')
+                                            + coalesce(j.delay_us, 0) * interval '1 microsecond')
                     ELSE j.run_at END,
-      waiting_for = greatest(j.waiting_for - c.n, 0)
+      waiting_for = greatest(coalesce(j.waiting_for, 0) - c.n, 0)
   FROM counts c
   WHERE j.id = c.job_id
   RETURNING j.id
@@ -1052,7 +1052,7 @@ WHERE j.id = c.job_id;
 UPDATE :"schema".jobs j SET notify = true
 WHERE j.id IN (SELECT d.depends_on FROM :"schema".dependencies d
                WHERE d.job_id = ANY(:ids::bigint[]) AND NOT d.met)
-  AND j.state IN ('available', 'running', 'waiting') AND NOT j.notify;
+  AND j.state IN ('available', 'running', 'waiting') AND j.notify IS NOT TRUE;
 
 -- name: dependencies_of
 -- What the job waits for; state is NULL for a job that no longer exists, and for a group
