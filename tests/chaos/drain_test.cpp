@@ -92,11 +92,12 @@ TEST_P(DrainTest, RandomWorkersKilledWithSigkillWhileSixteenThreadsDrain) {
   EXPECT_GT(report.settles_accepted.count("extend"), 0u) << report.summary();
 }
 
-// The same SIGKILL drain on a queue with a global running limit (docs/workflows.md "Global
-// limits"): 16 threads could run 64 jobs at once, the limit allows 6, and the checker's
-// running-limit rule (check_running_limit) finds no instant with more certainly running —
-// the jobs of a killed worker counted until their leases expire — while every job still
-// succeeds once.
+// The same SIGKILL drain on a queue with global limits (docs/workflows.md "Global limits"):
+// 16 threads could run 64 jobs at once, the running limit allows 6 and the rate 300 leases a
+// second. The checker's running-limit rule (check_running_limit) finds no instant with more
+// certainly running — the jobs of a killed worker counted until their leases expire — and its
+// rate rule (check_rate_limit) no second with more leases, while every job still succeeds
+// once.
 TEST_P(DrainTest, ARunningLimitHoldsWhileRandomWorkersAreKilledWithSigkill) {
   constexpr int kLimit = 6;
   const int jobs = scaled(1500, 20000);
@@ -105,8 +106,10 @@ TEST_P(DrainTest, ARunningLimitHoldsWhileRandomWorkersAreKilledWithSigkill) {
   const auto deadline = std::chrono::steady_clock::now() + scaled(3min, 20min);
   ChaosRun run("sigkill_running_limit", fresh_url(), "drain");
   run.enqueue(jobs);
+  const RateLimit rate{300, std::chrono::seconds(1)};
   QueueLimits limits;
   limits.running = kLimit;
+  limits.rate = rate;
   ASSERT_TRUE(run.queue().set_limits(run.queue_name(), limits));
 
   std::mt19937 random(std::random_device{}());
@@ -141,11 +144,16 @@ TEST_P(DrainTest, ARunningLimitHoldsWhileRandomWorkersAreKilledWithSigkill) {
 
   CheckOptions options;
   options.running_limit = kLimit;
+  options.rate_limit = rate;
   const CheckReport report = run.check(options);
   expect_headline(report);
   EXPECT_EQ(report.succeeded, jobs);
-  const int most = check_running_limit(run.read_histories(), options, nullptr);
+  const History history = run.read_histories();
+  const int most = check_running_limit(history, options, nullptr);
   EXPECT_GE(most, kLimit - 2) << "the workers never pressed against the limit";
+  // A lease's call is a few milliseconds: the busiest second sees nearly the whole rate.
+  EXPECT_GE(check_rate_limit(history, options, nullptr), rate.count / 2)
+      << "the workers never pressed against the rate";
 }
 
 // Two workers are stopped (SIGSTOP) in the middle of a job; their leases expire, other
@@ -378,16 +386,32 @@ TEST_P(DrainTest, RandomCommandLineWorkersKilledWithSigkill) {
 }
 
 // Dependencies under the same kills: chains of three jobs, each link enqueued after the one
-// before, worked by `readpast work --exec` processes killed at random. Every link starts only
-// after the one before it finished (check_dependencies), and all of them succeed.
+// before, and a group callback after every first link, worked by `readpast work --exec`
+// processes killed at random. Every link starts only after the one before it finished, the
+// callback only after every member (check_dependencies), and all of them succeed once.
 TEST_P(DrainTest, ChainsOfDependentJobsHoldWhileCommandLineWorkersAreKilled) {
   const int chains = scaled(60, 3000);
   const auto kill_every = scaled<Duration>(1500ms, 3s);
   const auto deadline = std::chrono::steady_clock::now() + scaled(3min, 30min);
   ChaosRun run("sigkill_cli_dependencies", fresh_url(), "cli");
-  // Each command sleeps 300 ms (chaos_job), so that the drain outlasts a kill or two.
-  std::vector<JobId> links = run.enqueue(chains, "sleep:300");
+  // Each command sleeps 300 ms (chaos_job), so that the drain outlasts a kill or two. The
+  // first links are the members of a group, which one more job waits for.
+  std::vector<NewJob> firsts;
+  for (int i = 0; i < chains; ++i) {
+    NewJob job;
+    job.queue = run.queue_name();
+    job.payload = "sleep:300-first-" + std::to_string(i);
+    job.group = "chaos-firsts";
+    firsts.push_back(std::move(job));
+  }
+  std::vector<JobId> links = run.enqueue_jobs(firsts);
+  NewJob callback;
+  callback.queue = run.queue_name();
+  callback.payload = "sleep:1-callback";
+  callback.after_group = "chaos-firsts";
+  const JobId callback_id = run.enqueue_jobs({callback}).front();
   std::map<JobId, std::vector<JobId>> after;
+  after[callback_id] = links;
   for (int step = 0; step < 2; ++step) {
     std::vector<NewJob> next;
     for (int i = 0; i < chains; ++i) {
@@ -441,7 +465,7 @@ TEST_P(DrainTest, ChainsOfDependentJobsHoldWhileCommandLineWorkersAreKilled) {
   options.black_box = true;
   const CheckReport report = run.check(options, after);
   expect_headline(report);
-  EXPECT_EQ(report.succeeded, 3 * chains);
+  EXPECT_EQ(report.succeeded, 3 * chains + 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Chaos, DrainTest, ::testing::ValuesIn(engine_names()), engine_param_name);

@@ -767,6 +767,24 @@ TEST(HistoryCheckerAfterOutages, AnUnknownOutcomeIsWrittenAsANullAcceptedAndRead
   EXPECT_EQ(to_json_line(h.completions[0]), line);
 }
 
+// check_rate_limit: more leases than the rate within one window is a violation; the same
+// leases spread over two windows are not.
+TEST(RateLimitChecker, MoreLeasesThanTheRateInOneWindowIsAViolation) {
+  History history;
+  history.leases = {lease_at(1, "a", "p1/t0", 0ms), lease_at(2, "b", "p1/t0", 300ms),
+                    lease_at(3, "c", "p2/t0", 600ms)};
+  CheckOptions options;
+  options.clock_tolerance = 1ms;
+  options.rate_limit = RateLimit{2, std::chrono::seconds(1)};
+  std::vector<std::string> violations;
+  EXPECT_EQ(check_rate_limit(history, options, &violations), 3);
+  EXPECT_FALSE(violations.empty());
+  history.leases[2] = lease_at(3, "c", "p2/t0", 1200ms);
+  violations.clear();
+  EXPECT_EQ(check_rate_limit(history, options, &violations), 2);
+  EXPECT_TRUE(violations.empty());
+}
+
 // check_dependencies: each of its rules can fail.
 TEST(DependencyChecker, ADependentLeasedBeforeItsDependencyCompletedIsAViolation) {
   History history;

@@ -942,6 +942,7 @@ CheckReport check_history(const History& history, const std::vector<JobId>& enqu
     }
   }
   if (options.running_limit) check_running_limit(history, options, &report.violations);
+  if (options.rate_limit) check_rate_limit(history, options, &report.violations);
   return report;
 }
 
@@ -1087,6 +1088,34 @@ int check_running_limit(const History& history, const CheckOptions& options,
       violations->push_back(std::to_string(running.size()) + " jobs certainly running at " +
                             format_time(edge.t) + ", over the running limit of " +
                             std::to_string(*options.running_limit) + ": jobs " + jobs);
+    }
+  }
+  return most;
+}
+
+int check_rate_limit(const History& history, const CheckOptions& options,
+                     std::vector<std::string>* violations) {
+  std::vector<const LeaseEvent*> leases;
+  for (const LeaseEvent& lease : history.leases) leases.push_back(&lease);
+  std::sort(leases.begin(), leases.end(), [](const LeaseEvent* a, const LeaseEvent* b) {
+    return a->t_lease_start < b->t_lease_start;
+  });
+  const Duration window = options.rate_limit->window;
+  int most = 0;
+  int reported = 0;
+  for (std::size_t i = 0; i < leases.size(); ++i) {
+    const TimePoint from = leases[i]->t_lease_start;
+    const TimePoint to = from + window - options.clock_tolerance;
+    int inside = 0;
+    for (std::size_t j = i; j < leases.size() && leases[j]->t_lease_start <= to; ++j) {
+      if (leases[j]->t_lease_end <= to) ++inside;
+    }
+    most = std::max(most, inside);
+    if (violations && inside > options.rate_limit->count && reported < 5) {
+      ++reported;
+      violations->push_back(std::to_string(inside) + " leases within " + format_time(from) +
+                            " + " + format_duration(window) + ", over the rate limit of " +
+                            std::to_string(options.rate_limit->count));
     }
   }
   return most;

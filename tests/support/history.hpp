@@ -86,6 +86,7 @@
 #include <vector>
 
 #include "readpast/job.hpp"
+#include "readpast/options.hpp"
 #include "readpast/time.hpp"
 
 namespace readpast::test {
@@ -233,6 +234,9 @@ struct CheckOptions {
   // The queue's global running limit (docs/workflows.md "Global limits"): at no instant may
   // more jobs be certainly running (see check_running_limit). Unset: not checked.
   std::optional<int> running_limit;
+  // The queue's global rate limit: in no window of `window` may more than `count` leases
+  // certainly have been taken (see check_rate_limit). Unset: not checked.
+  std::optional<RateLimit> rate_limit;
 };
 
 struct CheckReport {
@@ -326,6 +330,14 @@ void check_dependencies(const History& history, const std::vector<Job>& final_jo
 // whose end is unknown otherwise is not counted. Violations name the instant and the jobs.
 int check_running_limit(const History& history, const CheckOptions& options,
                         std::vector<std::string>* violations);
+
+// The rate-limit rule (check_history applies it when options.rate_limit is set): the most
+// leases certainly taken within one window of the rate's length. A lease (one per job) was
+// taken by the database at some instant between its call's start and end (t_lease_start,
+// t_lease_end, the workers' clocks); it is certainly within [a, a + window] when both are, less
+// the clock tolerance at the end. Every window that starts at a lease's start is tried.
+int check_rate_limit(const History& history, const CheckOptions& options,
+                     std::vector<std::string>* violations);
 
 // Microseconds since the epoch <-> TimePoint, the form times take in history files.
 std::int64_t to_micros(TimePoint t);
