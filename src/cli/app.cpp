@@ -102,11 +102,11 @@ int run_cli(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "json"}));
 
   std::vector<Command> commands = {
-      add_init_command(app),     add_enqueue_command(app), add_work_command(app),
-      add_stats_command(app),    add_list_command(app),    add_show_command(app),
-      add_retry_command(app),    add_cancel_command(app),  add_purge_command(app),
-      add_pause_command(app),    add_resume_command(app),  add_limit_command(app),
-      add_schedule_command(app), add_metrics_command(app), add_rescue_command(app),
+      add_init_command(app),     add_enqueue_command(app),  add_work_command(app),
+      add_stats_command(app),    add_list_command(app),     add_show_command(app),
+      add_retry_command(app),    add_cancel_command(app),   add_purge_command(app),
+      add_pause_command(app),    add_resume_command(app),   add_limit_command(app),
+      add_schedule_command(app), add_metrics_command(app),  add_rescue_command(app),
       add_workers_command(app),  add_progress_command(app),
   };
   commands.push_back(add_serve_command(app));

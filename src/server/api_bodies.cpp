@@ -54,9 +54,9 @@ Result<LeaseToken> fence(const JsonBody& body, std::initializer_list<std::string
 }  // namespace
 
 Result<NewJob> read_new_job(const JsonBody& body, const std::string& queue) {
-  if (auto ok = body.only({"payload", "payload_base64", "priority", "delay", "run_at",
-                           "max_attempts", "unique_key", "unique_for", "after", "group",
-                           "after_group"});
+  if (auto ok =
+          body.only({"payload", "payload_base64", "priority", "delay", "run_at", "max_attempts",
+                     "unique_key", "unique_for", "after", "group", "after_group"});
       !ok) {
     return fail_with(ok.error());
   }

@@ -77,8 +77,8 @@ TEST_F(CliTest, StatsAsTableAndJson) {
   EXPECT_TRUE(lines[0].starts_with("QUEUE")) << table.out;
   EXPECT_TRUE(std::regex_search(lines[1], std::regex(R"(^alpha\s+2\s+0\s+0\s+0\s+0\s+0\s)")))
       << table.out;
-  EXPECT_TRUE(
-      std::regex_search(lines[2], std::regex(R"(^beta\s+1\s+1\s+0\s+0\s+0\s+0\s+0\s+0\s+-\s+no\s+-$)")))
+  EXPECT_TRUE(std::regex_search(
+      lines[2], std::regex(R"(^beta\s+1\s+1\s+0\s+0\s+0\s+0\s+0\s+0\s+-\s+no\s+-$)")))
       << table.out;
 
   auto json = rp({"stats", "--json"});

@@ -41,7 +41,9 @@ void fail_for_good(Queue& queue, const std::string& name, JobId id) {
   if (jobs.size() != 1 || jobs[0].id != id) {
     throw UnexpectedError("job " + std::to_string(id) + " was not leasable");
   }
-  if (ok(queue.fail(id, *jobs[0].lease_token, "broken", FailOptions{.retry_after = std::nullopt, .backoff = std::nullopt, .no_retry = true})) !=
+  if (ok(queue.fail(
+          id, *jobs[0].lease_token, "broken",
+          FailOptions{.retry_after = std::nullopt, .backoff = std::nullopt, .no_retry = true})) !=
       FailOutcome::kDead) {
     throw UnexpectedError("job " + std::to_string(id) + " did not die");
   }
@@ -117,8 +119,7 @@ TEST_P(QueueTest, ADeadDependencyCancelsTheWaitingJobNamingIt) {
   Job job = get(d);
   EXPECT_EQ(job.state, JobState::kCancelled);
   ASSERT_TRUE(job.last_error.has_value());
-  EXPECT_NE(job.last_error->find("dependency " + std::to_string(a) + " is dead"),
-            std::string::npos)
+  EXPECT_NE(job.last_error->find("dependency " + std::to_string(a) + " is dead"), std::string::npos)
       << *job.last_error;
   EXPECT_TRUE(job.finished_at.has_value());
 }

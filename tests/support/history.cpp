@@ -1113,8 +1113,8 @@ int check_rate_limit(const History& history, const CheckOptions& options,
     most = std::max(most, inside);
     if (violations && inside > options.rate_limit->count && reported < 5) {
       ++reported;
-      violations->push_back(std::to_string(inside) + " leases within " + format_time(from) +
-                            " + " + format_duration(window) + ", over the rate limit of " +
+      violations->push_back(std::to_string(inside) + " leases within " + format_time(from) + " + " +
+                            format_duration(window) + ", over the rate limit of " +
                             std::to_string(options.rate_limit->count));
     }
   }

@@ -1089,8 +1089,9 @@ class PostgresEngine final : public Engine {
       queues.add(job.queue);
       keys.add(*job.unique_key);
       using W = pg::sql::find_unique_windows;
-      auto open = c.exec(sql_.find_unique_windows,
-                         Params(W::param_count).array(W::queues, queues).array(W::unique_keys, keys));
+      auto open =
+          c.exec(sql_.find_unique_windows,
+                 Params(W::param_count).array(W::queues, queues).array(W::unique_keys, keys));
       if (!open) return fail_with(open.error());
       if (open->size() > 0 && !open->is_null(0, 2)) {
         return fail_with(unique_key_held_by_error(open->int8(0, 2)));
