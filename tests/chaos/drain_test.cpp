@@ -333,17 +333,11 @@ TEST_P(DrainTest, ServerCrashesAndRestartsSeveralTimesMidDrain) {
   EXPECT_EQ(report.faults.at("restart"), restarts);
 }
 
-// The same kills through the real command line: `readpast work --exec` processes (4 x
-// --concurrency 4) killed at random; the commands record their executions (black box).
-TEST_P(DrainTest, RandomCommandLineWorkersKilledWithSigkill) {
-  const int jobs = scaled(200, 20000);
-  const auto kill_every = scaled<Duration>(1500ms, 3s);
-  const auto deadline = std::chrono::steady_clock::now() + scaled(3min, 30min);
-  ChaosRun run("sigkill_cli", fresh_url(), "cli");
-  run.enqueue(jobs);
-  // Some long jobs: a killed worker's command runs on (it is not the worker's to stop once
-  // the worker is gone), so its rerun may overlap it (see docs/reliability.md).
-  run.enqueue(scaled(8, 200), "sleep:2500");
+// Drains the run's queue with `readpast work --exec` processes (4 x --concurrency 4), one
+// killed (SIGKILL) every `kill_every` while jobs are pending and replaced; waits for them all
+// and expects every process that was not killed to have exited cleanly. Returns the kills.
+int drain_with_cli_workers_killed(ChaosRun& run, Duration kill_every,
+                                  std::chrono::steady_clock::time_point deadline) {
   std::mt19937 random(std::random_device{}());
   std::vector<std::unique_ptr<ChildProcess>> all;
   std::vector<ChildProcess*> live;
@@ -371,12 +365,27 @@ TEST_P(DrainTest, RandomCommandLineWorkersKilledWithSigkill) {
     }
     std::this_thread::sleep_for(20ms);
   }
-  ASSERT_TRUE(ChaosRun::wait_all(all, deadline + 30s));
+  EXPECT_TRUE(ChaosRun::wait_all(all, deadline + 30s)) << "workers did not finish in time";
   for (const auto& p : all) {
     if (p->how_it_ended() != "signal " + std::to_string(SIGKILL)) {
       EXPECT_TRUE(p->exited_cleanly()) << run.describe(*p);
     }
   }
+  return kills;
+}
+
+// The same kills through the real command line: `readpast work --exec` processes (4 x
+// --concurrency 4) killed at random; the commands record their executions (black box).
+TEST_P(DrainTest, RandomCommandLineWorkersKilledWithSigkill) {
+  const int jobs = scaled(200, 20000);
+  const auto kill_every = scaled<Duration>(1500ms, 3s);
+  const auto deadline = std::chrono::steady_clock::now() + scaled(3min, 30min);
+  ChaosRun run("sigkill_cli", fresh_url(), "cli");
+  run.enqueue(jobs);
+  // Some long jobs: a killed worker's command runs on (it is not the worker's to stop once
+  // the worker is gone), so its rerun may overlap it (see docs/reliability.md).
+  run.enqueue(scaled(8, 200), "sleep:2500");
+  const int kills = drain_with_cli_workers_killed(run, kill_every, deadline);
   EXPECT_GE(kills, 2);
   CheckOptions options;
   options.black_box = true;
@@ -427,39 +436,7 @@ TEST_P(DrainTest, ChainsOfDependentJobsHoldWhileCommandLineWorkersAreKilled) {
     }
     links = std::move(ids);
   }
-  std::mt19937 random(std::random_device{}());
-  std::vector<std::unique_ptr<ChildProcess>> all;
-  std::vector<ChildProcess*> live;
-  int next_name = 0;
-  auto spawn = [&] {
-    all.push_back(run.spawn_cli_worker("w" + std::to_string(next_name++),
-                                       {"--concurrency", "4", "--lease", "2s", "--drain"}));
-    live.push_back(all.back().get());
-  };
-  for (int i = 0; i < 4; ++i) spawn();
-  int kills = 0;
-  auto next_kill = std::chrono::steady_clock::now() + kill_every;
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::erase_if(live, [](ChildProcess* p) { return p->poll(); });
-    if (live.empty()) break;
-    if (std::chrono::steady_clock::now() >= next_kill && pending(run) > 0) {
-      ChildProcess* victim = live[random() % live.size()];
-      const TimePoint t_start = wall_now();
-      victim->kill_now();
-      run.fault("sigkill", victim->name(), t_start, "SIGKILL of `readpast work` mid-drain");
-      ++kills;
-      std::erase(live, victim);
-      spawn();
-      next_kill = std::chrono::steady_clock::now() + kill_every;
-    }
-    std::this_thread::sleep_for(20ms);
-  }
-  ASSERT_TRUE(ChaosRun::wait_all(all, deadline + 30s));
-  for (const auto& p : all) {
-    if (p->how_it_ended() != "signal " + std::to_string(SIGKILL)) {
-      EXPECT_TRUE(p->exited_cleanly()) << run.describe(*p);
-    }
-  }
+  const int kills = drain_with_cli_workers_killed(run, kill_every, deadline);
   EXPECT_GE(kills, 1);
   CheckOptions options;
   options.black_box = true;

@@ -487,6 +487,17 @@ TEST_P(MultiprocessTest, ARunningLimitHoldsAcrossProcessesAndThroughAKill) {
   // more than the limit.
   std::vector<std::unique_ptr<Process>> workers;
   workers.push_back(spawn_worker("victim", kLease, 30ms, 2));
+  // The victim starts alone and the others once it runs a job: a lease under limits that
+  // finds the queue's row taken by another lease returns nothing rather than wait, so three
+  // fast workers started with it could take every place for the whole (short) drain.
+  while (std::chrono::steady_clock::now() < started + 30s && !workers[0]->poll()) {
+    History seen;
+    if (std::filesystem::exists(history_path("victim"))) {
+      read_history_file(history_path("victim"), seen);
+    }
+    if (!seen.execs.empty()) break;
+    std::this_thread::sleep_for(2ms);
+  }
   for (int i = 1; i < 4; ++i)
     workers.push_back(spawn_worker("p" + std::to_string(i), kLease, 5ms, 2));
 

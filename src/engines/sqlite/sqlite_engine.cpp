@@ -110,33 +110,12 @@ class SqliteEngine final : public Engine {
         results.push_back(Enqueued{*id, true});
         continue;
       }
-      if (job.unique_key) {
-        // An open unique window refuses the job whatever became of the window's job.
-        using W = sql::find_unique_window;
-        auto window = c.prepare(W::text);
-        if (!window) return fail_with(window.error());
-        (*window)->bind(W::queue, std::string_view(job.queue));
-        (*window)->bind(W::unique_key, std::string_view(*job.unique_key));
-        (*window)->bind(W::now, now);
-        auto open = (*window)->step();
-        if (!open) return fail_with(open.error());
-        if (*open) {
-          results.push_back(Enqueued{(*window)->int64(0), false});
-          continue;
-        }
-      }
-      if (job.unique_key) {
-        using Q = sql::find_unique_holder;
-        auto find = c.prepare(Q::text);
-        if (!find) return fail_with(find.error());
-        (*find)->bind(Q::queue, std::string_view(job.queue));
-        (*find)->bind(Q::unique_key, std::string_view(*job.unique_key));
-        auto found = (*find)->step();
-        if (!found) return fail_with(found.error());
-        if (*found) {
-          results.push_back(Enqueued{(*find)->int64(0), false});
-          continue;
-        }
+      // An open unique window, or a live job with the key, refuses the job: that job's id.
+      auto holder = key_holder(c, now, job);
+      if (!holder) return fail_with(holder.error());
+      if (*holder) {
+        results.push_back(Enqueued{**holder, false});
+        continue;
       }
       std::int64_t run_at = now;
       if (job.run_at) run_at = to_micros(*job.run_at);
@@ -174,32 +153,39 @@ class SqliteEngine final : public Engine {
     return results;
   }
 
+  // The job that the new job's unique key hands back, inside the caller's transaction: the
+  // one whose unique window is open, else the live one (waiting, available or running) that
+  // holds the key; nullopt when neither (or no key).
+  static Result<std::optional<JobId>> key_holder(Connection& c, std::int64_t now,
+                                                 const NewJob& job) {
+    if (!job.unique_key) return std::optional<JobId>{};
+    using W = sql::find_unique_window;
+    auto window = c.prepare(W::text);
+    if (!window) return fail_with(window.error());
+    (*window)->bind(W::queue, std::string_view(job.queue));
+    (*window)->bind(W::unique_key, std::string_view(*job.unique_key));
+    (*window)->bind(W::now, now);
+    auto open = (*window)->step();
+    if (!open) return fail_with(open.error());
+    if (*open) return std::optional<JobId>((*window)->int64(0));
+    using Q = sql::find_unique_holder;
+    auto find = c.prepare(Q::text);
+    if (!find) return fail_with(find.error());
+    (*find)->bind(Q::queue, std::string_view(job.queue));
+    (*find)->bind(Q::unique_key, std::string_view(*job.unique_key));
+    auto found = (*find)->step();
+    if (!found) return fail_with(found.error());
+    if (*found) return std::optional<JobId>((*find)->int64(0));
+    return std::optional<JobId>{};
+  }
+
   // A job enqueued after others (core/dependencies.hpp decides its state), inside the
   // caller's write transaction. Its unique key, when held, is an error: the job it would
   // hand back was not enqueued after these dependencies.
   static Result<JobId> insert_dependent(Connection& c, std::int64_t now, const NewJob& job) {
-    if (job.unique_key) {
-      // An open unique window hands back its job too: an error here, as a live holder is.
-      using W = sql::find_unique_window;
-      auto window = c.prepare(W::text);
-      if (!window) return fail_with(window.error());
-      (*window)->bind(W::queue, std::string_view(job.queue));
-      (*window)->bind(W::unique_key, std::string_view(*job.unique_key));
-      (*window)->bind(W::now, now);
-      auto open = (*window)->step();
-      if (!open) return fail_with(open.error());
-      if (*open) return fail_with(unique_key_held_by_error((*window)->int64(0)));
-    }
-    if (job.unique_key) {
-      using Q = sql::find_unique_holder;
-      auto find = c.prepare(Q::text);
-      if (!find) return fail_with(find.error());
-      (*find)->bind(Q::queue, std::string_view(job.queue));
-      (*find)->bind(Q::unique_key, std::string_view(*job.unique_key));
-      auto found = (*find)->step();
-      if (!found) return fail_with(found.error());
-      if (*found) return fail_with(unique_key_held_by_error((*find)->int64(0)));
-    }
+    auto holder = key_holder(c, now, job);
+    if (!holder) return fail_with(holder.error());
+    if (*holder) return fail_with(unique_key_held_by_error(**holder));
     std::vector<std::optional<JobState>> states;
     for (JobId id : job.after) {
       using Q = sql::dependency_state;
