@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
 namespace readpast::bench {
@@ -115,6 +116,23 @@ double median(std::vector<double> values) {
   const std::size_t n = values.size();
   if (n == 0) return 0;
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+std::int64_t sqlite_file_bytes(const std::string& path) {
+  std::int64_t total = 0;
+  for (const std::string& file : {path, path + "-wal"}) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(file, ec);
+    if (!ec) total += static_cast<std::int64_t>(size);
+  }
+  return total;
+}
+
+std::string pg_schema_bytes_sql(std::string_view schema) {
+  // (A partitioned table's own size is 0: its partitions are relations of their own.)
+  return "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+         "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = '" +
+         std::string(schema) + "' AND c.relkind IN ('r', 'm')";
 }
 
 }  // namespace readpast::bench

@@ -63,5 +63,9 @@ std::vector<std::int64_t> parse_list(std::string_view text);
 
 // Median of non-empty values.
 double median(std::vector<double> values);
+// The size of a SQLite database file and its WAL, in bytes (a missing file counts 0).
+std::int64_t sqlite_file_bytes(const std::string& path);
+// The SQL that sums what PostgreSQL's relations of `schema` take on disk.
+std::string pg_schema_bytes_sql(std::string_view schema);
 
 }  // namespace readpast::bench

@@ -89,7 +89,10 @@ json meta_line(const Settings& settings, const std::vector<std::string>& suites)
                       {"latency_rate", settings.latency_rate},
                       {"latency_seconds", settings.latency_seconds},
                       {"depths", settings.depths},
-                      {"snapshot_seconds", settings.snapshot_seconds}};
+                      {"snapshot_seconds", settings.snapshot_seconds},
+                      {"snapshot_rate", settings.snapshot_rate},
+                      {"snapshot_tail_seconds", settings.snapshot_tail_seconds},
+                      {"snapshot_holder", settings.snapshot_holder}};
   return meta;
 }
 
@@ -178,7 +181,9 @@ int main(int argc, char** argv) {
                   "directory for the SQLite files (default: a new temporary one, removed after)");
   run->add_option("--suites", suites_text, "enqueue,drain,latency,depth,snapshot")
       ->capture_default_str();
-  run->add_option("--systems", systems_text, "raw,readpast")->capture_default_str();
+  run->add_option("--systems", systems_text,
+                  "raw,readpast (and ring: the prototype of docs/postgres-storage.md)")
+      ->capture_default_str();
   run->add_option("--retention", retentions_text,
                   "readpast retention.succeeded: delete (0), keep (24h), or both: delete,keep")
       ->capture_default_str();
@@ -206,6 +211,19 @@ int main(int argc, char** argv) {
   run->add_option("--snapshot-baseline-seconds", settings.snapshot_baseline_seconds)
       ->capture_default_str();
   run->add_option("--snapshot-window-seconds", settings.snapshot_window_seconds)
+      ->capture_default_str();
+  run->add_option("--snapshot-rate", settings.snapshot_rate,
+                  "jobs/s offered during the snapshot suite (0: keep 20000 jobs waiting)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  run->add_option("--snapshot-holder", settings.snapshot_holder,
+                  "read: the held transaction only reads; write: it also writes a row "
+                  "(PostgreSQL: a long writing transaction)")
+      ->check(CLI::IsMember({"read", "write"}))
+      ->capture_default_str();
+  run->add_option("--snapshot-tail-seconds", settings.snapshot_tail_seconds,
+                  "how long to go on measuring after the snapshot is released")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   run->add_option("--out", out, "append JSON lines to this file instead of stdout");
   run->add_flag("--quick", quick, "tiny sizes, for a smoke test");
@@ -309,6 +327,7 @@ int main(int argc, char** argv) {
       settings.snapshot_baseline_seconds = 0.5;
       settings.snapshot_seconds = 0.5;
       settings.snapshot_window_seconds = 0.25;
+      settings.snapshot_tail_seconds = 0.5;
       settings.snapshot_workers = 2;
     }
     settings.child_args = {"child-work", "--engine", engine};

@@ -55,6 +55,9 @@ class MariadbTables final : public ReadpastTables {
     return conn_.scalar_int(
         "SELECT count(*) FROM readpast_jobs WHERE state IN ('available', 'running')");
   }
+  std::optional<std::int64_t> storage_bytes() override {
+    return conn_.scalar_int(mariadb_table_bytes_sql("readpast\\_%"));
+  }
 
  private:
   MdbConn conn_;
@@ -83,6 +86,12 @@ void settle_mariadb_table(MdbConn& conn, std::string_view table) {
   conn.exec("ANALYZE TABLE " + name);
   // FOR EXPORT: returns once every change to the table is written to its tablespace file.
   conn.exec("FLUSH TABLES " + name + " FOR EXPORT; UNLOCK TABLES");
+}
+
+std::string mariadb_table_bytes_sql(std::string_view pattern) {
+  return "SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.tables "
+         "WHERE table_schema = DATABASE() AND table_name LIKE '" +
+         std::string(pattern) + "'";
 }
 
 std::string mariadb_prefill_select(std::int64_t from, std::int64_t to,

@@ -26,6 +26,10 @@ class MdbConn;
 std::unique_ptr<Subject> make_raw_mariadb_subject(const Target& target, int threads);
 std::unique_ptr<ReadpastTables> make_mariadb_readpast_tables(const Target& target);
 
+// The SQL that sums data and index length of the current database's tables whose names are
+// LIKE `pattern`, as InnoDB reports them (its statistics: updated as it samples, not exact).
+std::string mariadb_table_bytes_sql(std::string_view pattern);
+
 // Waits for purge, ANALYZE TABLE `table`, flushes its pages (see above).
 void settle_mariadb_table(MdbConn& conn, std::string_view table);
 // The SELECT that yields rows (queue, payload) of jobs from..to (inclusive), each payload(i)

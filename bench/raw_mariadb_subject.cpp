@@ -245,6 +245,9 @@ class RawMariadbSubject final : public Subject {
   }
   void settle() override { settle_mariadb_table(admin_, "rawq_jobs"); }
   std::int64_t unfinished() override { return admin_.scalar_int("SELECT count(*) FROM rawq_jobs"); }
+  std::optional<std::int64_t> storage_bytes() override {
+    return admin_.scalar_int(mariadb_table_bytes_sql("rawq\\_jobs"));
+  }
 
   void enqueue(std::string_view payload) override {
     auto s = acquire();
@@ -284,7 +287,9 @@ class RawMariadbSubject final : public Subject {
       MdbConn conn(url_);
       std::vector<std::int64_t> ids;
       while (!stop.stop_requested()) {
+        const auto lease_start = Clock::now();
         const MdbRows rows = lease(conn, setup.batch, worker, ids, mine.retries);
+        setup.lease_took(lease_start);
         ++mine.leases;
         if (ids.empty()) {
           ++mine.empty_leases;

@@ -46,7 +46,9 @@ WorkerCounts run_readpast_workers(Queue& queue, const WorkerSetup& setup, const 
         std::vector<LeasedRef> refs;
         refs.reserve(static_cast<std::size_t>(setup.batch));
         while (!stop.stop_requested()) {
+          const auto lease_start = Clock::now();
           auto jobs = queue.lease(request);
+          setup.lease_took(lease_start);
           ++mine.leases;
           if (!jobs) {
             if (!jobs.error().is_unavailable()) return record(jobs.error());
@@ -118,6 +120,9 @@ class PgTables final : public ReadpastTables {
     return pg_.scalar_int(
         "SELECT count(*) FROM readpast.jobs WHERE state IN ('available', 'running')");
   }
+  std::optional<std::int64_t> storage_bytes() override {
+    return pg_.scalar_int(pg_schema_bytes_sql("readpast"));
+  }
 
  private:
   PgConn pg_;
@@ -126,7 +131,8 @@ class PgTables final : public ReadpastTables {
 // readpast's tables in its SQLite file.
 class SqliteTables final : public ReadpastTables {
  public:
-  SqliteTables(const std::string& path, const std::string& synchronous) : db_(path, synchronous) {}
+  SqliteTables(const std::string& path, const std::string& synchronous)
+      : path_(path), db_(path, synchronous) {}
   void reset() override { db_.exec("DELETE FROM readpast_jobs"); }
   void prefill(std::int64_t n) override {
     constexpr std::int64_t kChunk = 1'000'000;
@@ -139,6 +145,7 @@ class SqliteTables final : public ReadpastTables {
     return db_.scalar_int(
         "SELECT count(*) FROM readpast_jobs WHERE state IN ('available', 'running')");
   }
+  std::optional<std::int64_t> storage_bytes() override { return sqlite_file_bytes(path_); }
 
  private:
   static std::string prefill_sql(std::int64_t from, std::int64_t to, std::int64_t now_us) {
@@ -152,6 +159,7 @@ class SqliteTables final : public ReadpastTables {
            "',\"action\":\"send_welcome_email\",\"email\":\"user' || (100000 + i % 900000) || "
            "'@example.com\",\"locale\":\"en-GB\"}' AS BLOB) FROM s";
   }
+  std::string path_;
   SqliteDb db_;
 };
 
@@ -214,6 +222,7 @@ class ReadpastSubject final : public Subject {
   void prefill(std::int64_t n) override { tables_->prefill(n); }
   void settle() override { tables_->settle(); }
   std::int64_t unfinished() override { return tables_->unfinished(); }
+  std::optional<std::int64_t> storage_bytes() override { return tables_->storage_bytes(); }
 
   void enqueue(std::string_view payload) override {
     must(queue_->enqueue(new_job(payload)), "enqueue");

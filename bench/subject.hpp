@@ -16,10 +16,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "readpast/options.hpp"
@@ -66,6 +70,24 @@ struct Target {
   }
 };
 
+// Durations of lease calls in µs, added by every worker thread, taken window by window by
+// the snapshot suite. Thread-safe.
+class LatencyLog {
+ public:
+  void add(double us) {
+    std::lock_guard lock(mu_);
+    values_.push_back(us);
+  }
+  std::vector<double> take() {
+    std::lock_guard lock(mu_);
+    return std::exchange(values_, {});
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<double> values_;  // guarded by mu_
+};
+
 // The handler of a benchmark job: (id, payload). It runs on a worker thread.
 using Handler = std::function<void(std::int64_t id, std::string_view payload)>;
 
@@ -78,6 +100,16 @@ struct WorkerSetup {
   std::chrono::milliseconds idle_wait{1000};
   // Called once per completed batch with its size (progress display).
   std::atomic<std::int64_t>* completed = nullptr;
+  // When set, every lease call's duration (those that find nothing too).
+  LatencyLog* lease_latency = nullptr;
+
+  // Records one lease call that started at `start`.
+  void lease_took(std::chrono::steady_clock::time_point start) const {
+    if (lease_latency == nullptr) return;
+    lease_latency->add(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
 };
 
 struct WorkerCounts {
@@ -114,6 +146,10 @@ class Subject {
   // InnoDB's purge, ANALYZE TABLE, and flush the table's dirty pages (mariadb_parts.hpp).
   virtual void settle() = 0;
   virtual std::int64_t unfinished() = 0;  // jobs available or running
+  // Bytes the subject's tables take on disk, indexes included (PostgreSQL: every relation
+  // of its schema; SQLite: the database file and its WAL; MariaDB: data and index length as
+  // InnoDB reports them); nullopt where it cannot tell.
+  virtual std::optional<std::int64_t> storage_bytes() { return std::nullopt; }
 
   // Measured operations.
   virtual void enqueue(std::string_view payload) = 0;
@@ -148,6 +184,10 @@ class Subject {
     }
   };
   virtual Cycle lease_cycle(int max_jobs) = 0;
+
+  // What the subject can tell about its own state, added to each window of the snapshot
+  // suite (the ring prototype: its frontier and rotations); empty by default.
+  virtual nlohmann::json window_notes() { return nlohmann::json::object(); }
 };
 
 // What the readpast subject does to readpast's tables outside every timer, per engine: the
@@ -159,6 +199,7 @@ class ReadpastTables {
   virtual void prefill(std::int64_t n) = 0;
   virtual void settle() = 0;
   virtual std::int64_t unfinished() = 0;
+  virtual std::optional<std::int64_t> storage_bytes() { return std::nullopt; }
 };
 
 // readpast through readpast::Queue. `options` are the Queue's (retention.succeeded zero
@@ -167,5 +208,8 @@ std::unique_ptr<Subject> make_readpast_subject(const Target& target, QueueOption
 // The raw-SQL ceiling: a minimal jobs table and hand-written statements for the same
 // lifecycle, with as many connections as readpast's pool would use for `threads` threads.
 std::unique_ptr<Subject> make_raw_subject(const Target& target, int threads);
+// The prototype of docs/postgres-storage.md's storage in raw SQL (PostgreSQL only):
+// bench/raw_ring_subject.cpp.
+std::unique_ptr<Subject> make_raw_ring_subject(const Target& target, int threads);
 
 }  // namespace readpast::bench

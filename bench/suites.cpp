@@ -66,7 +66,9 @@ bool is_raw(const Subject& subject) {
 void emit(Reporter& reporter, Ceilings& ceilings, const Subject& subject, json line,
           const std::string& system_label, bool higher_is_better = true) {
   line["system"] = system_label;
-  if (is_raw(subject)) {
+  if (subject.system() == "raw-ring") {
+    // A prototype of other storage, not the ceiling of readpast's: reported beside both.
+  } else if (is_raw(subject)) {
     ceilings.offer(line["metric"], line["value"].get<double>(), higher_is_better);
   } else {
     ceilings.annotate(line, higher_is_better);
@@ -95,8 +97,8 @@ std::vector<std::string> payloads(std::int64_t from, std::int64_t count) {
 std::vector<std::pair<std::string, std::string>> subjects_of(const Settings& settings) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& system : settings.systems) {
-    if (system == "raw") {
-      out.emplace_back("raw", "");
+    if (system == "raw" || system == "ring") {
+      out.emplace_back(system, "");
     } else {
       for (const auto& retention : settings.retentions) out.emplace_back(system, retention);
     }
@@ -112,7 +114,8 @@ std::vector<std::pair<std::string, std::string>> subjects_of(const Settings& set
 std::unique_ptr<Subject> make_subject(const Target& target, const std::string& system,
                                       const std::string& retention, int threads) {
   if (system == "raw") return make_raw_subject(target, threads);
-  if (system != "readpast") fail("unknown system '" + system + "' (raw, readpast)");
+  if (system == "ring") return make_raw_ring_subject(target, threads);
+  if (system != "readpast") fail("unknown system '" + system + "' (raw, ring, readpast)");
   QueueOptions options;
   if (retention == "delete") {
     options.retention.succeeded = Duration::zero();
@@ -392,10 +395,15 @@ namespace {
 // xmin holds back vacuum and the pruning of dead row versions everywhere in the database);
 // MariaDB, a REPEATABLE READ transaction WITH CONSISTENT SNAPSHOT that has read a row (its
 // read view stops InnoDB's purge of old row versions and delete-marked rows, in every table);
-// SQLite, a read transaction (its WAL read mark keeps checkpoints from completing).
+// SQLite, a read transaction (its WAL read mark keeps checkpoints from completing). With
+// `write` (PostgreSQL only) the transaction also inserts a row, so that it has an xid: a long
+// writing transaction, which holds back what a read-only one does not (pg_snapshot_xmin).
 class SnapshotHolder {
  public:
-  explicit SnapshotHolder(const Target& target) {
+  SnapshotHolder(const Target& target, bool write) {
+    if (write && target.engine != EngineKind::kPostgres) {
+      fail("--snapshot-holder write is for PostgreSQL only");
+    }
     if (target.engine == EngineKind::kMariadb) {
 #if READPAST_BENCH_MARIADB
       mariadb_ = std::make_unique<MariadbSnapshot>(target);
@@ -403,8 +411,11 @@ class SnapshotHolder {
 #endif
     } else if (target.engine == EngineKind::kPostgres) {
       pg_.emplace(target.pg_url);
+      if (write)
+        pg_->exec("CREATE TABLE IF NOT EXISTS public.bench_snapshot_holder (at timestamptz)");
       pg_->exec("BEGIN ISOLATION LEVEL REPEATABLE READ");
       pg_->scalar("SELECT count(*) FROM pg_class");
+      if (write) pg_->exec("INSERT INTO public.bench_snapshot_holder VALUES (now())");
       xmin_ = pg_->scalar("SELECT backend_xmin FROM pg_stat_activity WHERE pid = pg_backend_pid()");
     } else {
       for (const char* file : {"/readpast.db", "/raw.db"}) {
@@ -442,106 +453,176 @@ class SnapshotHolder {
 }  // namespace
 
 void run_snapshot(const Settings& settings, Reporter& reporter) {
-  Ceilings ceilings;
-  constexpr std::int64_t kBacklog = 20000;  // the producer keeps this many jobs waiting
+  constexpr std::int64_t kBacklog = 20000;  // without a fixed rate, jobs kept waiting
+  constexpr std::int64_t kBatch = 100;      // the producer's batches
+  const bool fixed_rate = settings.snapshot_rate > 0;
   for (const auto& [system, retention] : subjects_of(settings)) {
     auto subject = make_subject(settings.target, system, retention, settings.snapshot_workers);
     auto producer = make_subject(settings.target, system, retention, 1);
     const std::string label = label_of(*subject, retention);
     subject->reset();
-    subject->prefill(kBacklog);
+    const std::int64_t prefilled = fixed_rate ? 0 : kBacklog;
+    if (prefilled > 0) subject->prefill(prefilled);
     subject->settle();
 
     std::atomic<std::int64_t> completed{0};
-    std::atomic<std::int64_t> enqueued{kBacklog};
-    std::stop_source stop;
-    std::jthread worker_thread([&] {
+    std::atomic<std::int64_t> enqueued{prefilled};
+    LatencyLog lease_latency;
+    // The workers stop on this thread's own token, so that an exception below, which
+    // destroys it, stops them too instead of waiting for them forever.
+    std::jthread worker_thread([&](std::stop_token stop) {
       WorkerSetup setup;
       setup.threads = settings.snapshot_workers;
       setup.batch = settings.snapshot_batch;
       setup.until_empty = false;
       setup.idle_wait = std::chrono::milliseconds(100);
       setup.completed = &completed;
+      setup.lease_latency = &lease_latency;
       subject->work(
-          setup, [](std::int64_t, std::string_view) {}, stop.get_token());
+          setup, [](std::int64_t, std::string_view) {}, std::move(stop));
     });
-    // Keeps the backlog near kBacklog with batches of 100, so that workers never starve.
+    // Either keeps the backlog near kBacklog, so that workers never starve (the drain's
+    // ceiling), or offers snapshot_rate jobs/s whatever the workers do (does it keep up?).
     std::jthread producer_thread([&](std::stop_token own) {
-      std::int64_t seq = kBacklog;
+      std::int64_t seq = prefilled;
+      const auto period = std::chrono::duration<double>(static_cast<double>(kBatch) /
+                                                        std::max(settings.snapshot_rate, 1));
+      auto next = Clock::now();
       while (!own.stop_requested()) {
-        if (enqueued.load() - completed.load() > kBacklog) {
+        if (fixed_rate) {
+          std::this_thread::sleep_until(next);
+          next += std::chrono::duration_cast<Clock::duration>(period);
+        } else if (enqueued.load() - completed.load() > kBacklog) {
           std::this_thread::sleep_for(std::chrono::microseconds(500));
           continue;
         }
-        producer->enqueue_batch(payloads(seq, 100));
-        seq += 100;
-        enqueued.fetch_add(100);
+        producer->enqueue_batch(payloads(seq, kBatch));
+        seq += kBatch;
+        enqueued.fetch_add(kBatch);
       }
     });
 
-    // Windows of snapshot_window_seconds; returns their rates.
+    struct Phase {
+      std::vector<double> rates;       // jobs/s of each window
+      std::vector<double> lease_p99s;  // µs, of each window
+      std::vector<double> lease_us;    // every lease call of the phase
+      std::int64_t max_backlog = 0;
+      std::int64_t end_backlog = 0;
+      std::optional<std::int64_t> max_bytes;
+      std::optional<std::int64_t> end_bytes;
+    };
+    // Windows of snapshot_window_seconds.
     auto phase = [&](const std::string& name, double seconds) {
-      std::vector<double> rates;
+      Phase result;
       Progress progress(label + " snapshot " + name, 0);
       const auto start = Clock::now();
       auto window_start = start;
       const std::int64_t phase_start_done = completed.load();
       std::int64_t window_done = phase_start_done;
+      lease_latency.take();
       const auto window = std::chrono::duration<double>(settings.snapshot_window_seconds);
       while (seconds_since(start) < seconds) {
         std::this_thread::sleep_until(window_start +
                                       std::chrono::duration_cast<Clock::duration>(window));
         const std::int64_t done = completed.load();
         const double elapsed = seconds_since(window_start);
-        rates.push_back(static_cast<double>(done - window_done) / elapsed);
-        json line = base_line(*subject, "snapshot_window", rates.back(), "jobs/s",
+        const std::vector<double> leases = lease_latency.take();
+        const auto p = percentiles(leases);
+        const std::int64_t backlog = enqueued.load() - done;
+        const std::optional<std::int64_t> bytes = subject->storage_bytes();
+        result.rates.push_back(static_cast<double>(done - window_done) / elapsed);
+        result.lease_p99s.push_back(p.p99);
+        result.lease_us.insert(result.lease_us.end(), leases.begin(), leases.end());
+        result.max_backlog = std::max(result.max_backlog, backlog);
+        result.end_backlog = backlog;
+        if (bytes) result.max_bytes = std::max(result.max_bytes.value_or(0), *bytes);
+        result.end_bytes = bytes;
+        json line = base_line(*subject, "snapshot_window", result.rates.back(), "jobs/s",
                               done - window_done, settings.snapshot_workers);
         line["system"] = label;
         line["phase"] = name;
         line["t_s"] = std::round(seconds_since(start));
+        line["backlog"] = backlog;
+        line["leases"] = leases.size();
+        line["lease_p50_us"] = p.p50;
+        line["lease_p99_us"] = p.p99;
+        if (bytes) line["storage_bytes"] = *bytes;
+        const json notes = subject->window_notes();
+        for (const auto& [key, value] : notes.items()) line[key] = value;
         reporter.emit(std::move(line));
         window_start = Clock::now();
         window_done = done;
         progress.set(done - phase_start_done);
       }
-      return rates;
+      return result;
     };
-    const auto baseline = phase("baseline", settings.snapshot_baseline_seconds);
-    std::vector<double> held;
+    const Phase baseline = phase("baseline", settings.snapshot_baseline_seconds);
+    Phase held;
     std::string xmin;
-    std::optional<std::int64_t> backlog;
+    std::optional<std::int64_t> history;
     {
-      SnapshotHolder holder(settings.target);
+      SnapshotHolder holder(settings.target, settings.snapshot_holder == "write");
       xmin = holder.xmin();
       held = phase("held", settings.snapshot_seconds);
-      backlog = holder.backlog();
+      history = holder.backlog();
     }
+    // After the hold: does the speed come back, and is the space reused or returned?
+    const Phase after = phase("after", settings.snapshot_tail_seconds);
     producer_thread.request_stop();
     producer_thread.join();
-    stop.request_stop();
+    worker_thread.request_stop();
     worker_thread.join();
 
-    const double normal = baseline.empty() ? 0 : median(baseline);
+    const double normal = baseline.rates.empty() ? 0 : median(baseline.rates);
     const std::size_t last_n =
         std::max<std::size_t>(1, static_cast<std::size_t>(60.0 / settings.snapshot_window_seconds));
     std::vector<double> tail(
-        held.end() - static_cast<std::ptrdiff_t>(std::min(last_n, held.size())), held.end());
+        held.rates.end() - static_cast<std::ptrdiff_t>(std::min(last_n, held.rates.size())),
+        held.rates.end());
     const double last = tail.empty() ? 0 : median(tail);
+    const double min_window =
+        held.rates.empty() ? 0 : *std::min_element(held.rates.begin(), held.rates.end());
     json line = base_line(*subject, "snapshot_held_ratio", normal > 0 ? last / normal : 0, "ratio",
-                          static_cast<std::int64_t>(held.size()), settings.snapshot_workers);
+                          static_cast<std::int64_t>(held.rates.size()), settings.snapshot_workers);
     line["baseline_jobs_per_s"] = normal;
     line["last_minute_jobs_per_s"] = last;
-    line["min_window_jobs_per_s"] = held.empty() ? 0 : *std::min_element(held.begin(), held.end());
+    line["min_window_jobs_per_s"] = min_window;
+    line["min_window_ratio"] = normal > 0 ? min_window / normal : 0;
+    line["lease_p99_us_baseline"] = percentiles(baseline.lease_us).p99;
+    line["lease_p99_us_held"] = percentiles(held.lease_us).p99;
+    line["lease_p99_us_held_worst_window"] =
+        held.lease_p99s.empty() ? 0
+                                : *std::max_element(held.lease_p99s.begin(), held.lease_p99s.end());
+    line["backlog_before_hold"] = baseline.end_backlog;
+    line["backlog_max_held"] = held.max_backlog;
+    line["backlog_end_held"] = held.end_backlog;
+    if (!after.rates.empty()) {
+      line["after_jobs_per_s"] = median(after.rates);
+      line["backlog_end_after"] = after.end_backlog;
+    }
+    if (baseline.end_bytes) line["storage_bytes_before_hold"] = *baseline.end_bytes;
+    if (held.max_bytes) line["storage_bytes_max_held"] = *held.max_bytes;
+    if (after.end_bytes) line["storage_bytes_end_after"] = *after.end_bytes;
     line["held_s"] = settings.snapshot_seconds;
+    line["tail_s"] = settings.snapshot_tail_seconds;
+    line["offered_jobs_per_s"] = settings.snapshot_rate;
+    line["holder"] = settings.snapshot_holder;
     line["snapshot_xmin"] = xmin;
-    if (backlog) line["history_list_length_at_end"] = *backlog;
-    line["options"] = std::to_string(settings.snapshot_workers) + " workers, lease batch " +
-                      std::to_string(settings.snapshot_batch) +
-                      ", one producer keeping 20000 jobs waiting (batches of 100); value = median "
-                      "rate of the held phase's last minute / median rate of the baseline; " +
-                      subject->describe();
+    if (history) line["history_list_length_at_end"] = *history;
+    line["options"] =
+        std::to_string(settings.snapshot_workers) + " workers, lease batch " +
+        std::to_string(settings.snapshot_batch) +
+        (fixed_rate ? ", one producer offering " + std::to_string(settings.snapshot_rate) +
+                          " jobs/s (batches of 100)"
+                    : ", one producer keeping 20000 jobs waiting (batches of 100)") +
+        "; value = median rate of the held phase's last minute / median rate of the baseline; " +
+        subject->describe();
     line["system"] = label;
-    reporter.say(label + " snapshot_held_ratio = " + line["value"].dump());
+    reporter.say(label + " snapshot_held_ratio = " + line["value"].dump() + ", worst window " +
+                 line["min_window_ratio"].dump() + ", lease p99 " +
+                 line["lease_p99_us_baseline"].dump() + " -> " + line["lease_p99_us_held"].dump() +
+                 " us, backlog " + std::to_string(baseline.end_backlog) + " -> " +
+                 std::to_string(held.end_backlog));
     reporter.emit(std::move(line));
     subject->reset();
   }

@@ -49,6 +49,12 @@ struct Settings {
   double snapshot_window_seconds = 10;
   int snapshot_workers = 8;
   int snapshot_batch = 100;
+  // 0: the producer keeps 20,000 jobs waiting (the workers' ceiling); N: it offers N jobs/s
+  // whatever the workers do, and the windows show whether the backlog grows.
+  int snapshot_rate = 0;
+  double snapshot_tail_seconds = 0;  // windows after the hold ends
+  // "read": the holder only reads; "write": it also writes a row (PostgreSQL).
+  std::string snapshot_holder = "read";
 
   // The command that starts a worker process: this program's path and `child-work` with
   // the target's options (see main.cpp).
