@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "engines/sqlite/sqlite_connection.hpp"
 #include "engines/sqlite/sqlite_schema.hpp"
@@ -153,6 +156,77 @@ TEST_F(SqliteEngineTest, EachConnectionsPageCacheIsTheUrlsCacheMib) {
     EXPECT_NE(opened.error().message.find("cache_mib"), std::string::npos)
         << opened.error().message;
   }
+}
+
+// Checkpoints keep the WAL short while jobs are written (SQLite's automatic checkpoint, once
+// a commit has left 1,000 frames or more: moving it out of the commit cost the drain 20–40%,
+// docs/benchmarks.md, run 25). Without them the WAL would hold all of this test's writes,
+// over 100 MB.
+TEST_F(SqliteEngineTest, TheWalStaysShortWhileJobsAreWritten) {
+  Queue queue = init();
+  std::vector<NewJob> batch(100);
+  for (NewJob& job : batch) {
+    job.queue = "q";
+    job.payload = "\"" + std::string(16 * 1024, 'x') + "\"";
+  }
+  std::uintmax_t largest = 0;
+  for (int round = 0; round < 30; ++round) {
+    ASSERT_TRUE(queue.enqueue_batch(batch));
+    auto leased = queue.lease(LeaseRequest{.queue = "q", .worker_id = "w", .max_jobs = 100});
+    ASSERT_TRUE(leased);
+    std::vector<LeasedRef> refs;
+    for (const Job& job : *leased) refs.push_back(LeasedRef{job.id, *job.lease_token});
+    ASSERT_TRUE(queue.complete_batch(refs));
+    std::error_code ec;
+    largest = std::max(largest, std::filesystem::file_size(path() + "-wal", ec));
+  }
+  EXPECT_LT(largest, std::uintmax_t{24} << 20) << "the WAL grew to " << largest << " bytes";
+}
+
+// A read transaction held by another program keeps every checkpoint from reaching the end of
+// the WAL, so the file grows past the limit while it is held; once it ends, the WAL restarts
+// and its first commit cuts the file back, with nobody running a checkpoint by hand.
+TEST_F(SqliteEngineTest, TheWalFileShrinksBackOnceAHeldReadTransactionEnds) {
+  Queue queue = init();
+  const std::string wal = path() + "-wal";
+  auto wal_bytes = [&] {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(wal, ec);
+    return ec ? std::uintmax_t{0} : size;
+  };
+  const auto limit = static_cast<std::uintmax_t>(sqlite::Connection::kWalSizeLimitBytes);
+  // 100 jobs of 16 KiB a batch: 1.6 MB of WAL per round.
+  std::vector<NewJob> batch(100);
+  for (NewJob& job : batch) {
+    job.queue = "q";
+    job.payload = "\"" + std::string(16 * 1024, 'x') + "\"";
+  }
+  auto one_round = [&] {
+    ASSERT_TRUE(queue.enqueue_batch(batch));
+    auto leased = queue.lease(LeaseRequest{.queue = "q", .worker_id = "w", .max_jobs = 100});
+    ASSERT_TRUE(leased);
+    std::vector<LeasedRef> refs;
+    for (const Job& job : *leased) refs.push_back(LeasedRef{job.id, *job.lease_token});
+    ASSERT_TRUE(queue.complete_batch(refs));
+  };
+  {
+    RawDb reader(path());
+    reader.scalar("BEGIN");
+    reader.scalar("SELECT count(*) FROM sqlite_master");
+    while (wal_bytes() <= limit + (8u << 20)) {
+      one_round();
+      if (HasFatalFailure()) return;
+    }
+    reader.scalar("COMMIT");
+  }
+  const auto grown = wal_bytes();
+  // A few rounds: one commit's checkpoint catches up, the next write restarts the WAL.
+  for (int i = 0; i < 50 && wal_bytes() > limit; ++i) {
+    one_round();
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_LE(wal_bytes(), limit) << "the WAL stayed at " << wal_bytes() << " bytes after growing to "
+                                << grown;
 }
 
 TEST_F(SqliteEngineTest, AWriterBlockedPastBusyTimeoutIsToldTheDatabaseIsUnavailable) {

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 
 #include "core/lease_tokens.hpp"
 #include "readpast/error.hpp"
@@ -82,6 +83,9 @@ class Statement {
 class Connection {
  public:
   static constexpr int kDefaultCacheMib = 2;
+  // What the WAL file is cut back to once it has grown past it and restarted (PRAGMA
+  // journal_size_limit, set on every connection that writes).
+  static constexpr std::int64_t kWalSizeLimitBytes = 64LL << 20;
   struct Settings {
     std::string path;
     bool create = false;  // create the file when it does not exist
