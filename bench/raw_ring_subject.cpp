@@ -24,7 +24,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <condition_variable>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
@@ -34,6 +33,7 @@
 
 #include "common.hpp"
 #include "pg_client.hpp"
+#include "pg_pool.hpp"
 #include "run_threads.hpp"
 #include "subject.hpp"
 
@@ -249,7 +249,9 @@ class Rotator {
 class RawRingSubject final : public Subject {
  public:
   RawRingSubject(const Target& target, int threads)
-      : conninfo_(target.pg_url), max_connections_(std::clamp(threads, 1, 8)), admin_(conninfo_) {
+      : conninfo_(target.pg_url),
+        admin_(conninfo_),
+        pool_(conninfo_, std::clamp(threads, 1, 8), prepare_statements) {
     admin_.exec(kRingSchema);
   }
 
@@ -369,65 +371,30 @@ class RawRingSubject final : public Subject {
   }
 
  private:
-  // A connection on loan from the pool (created on demand, at most max_connections_).
-  class Loan {
-   public:
-    Loan(RawRingSubject& owner, std::unique_ptr<PgConn> conn)
-        : owner_(owner), conn_(std::move(conn)) {}
-    Loan(const Loan&) = delete;
-    ~Loan() { owner_.give_back(std::move(conn_)); }
-    PgConn* operator->() const { return conn_.get(); }
+  PgPool::Loan acquire() { return pool_.acquire(); }
 
-   private:
-    RawRingSubject& owner_;
-    std::unique_ptr<PgConn> conn_;
-  };
-
-  Loan acquire() {
-    std::unique_lock lock(mu_);
-    released_.wait(lock, [&] { return !idle_.empty() || open_ < max_connections_; });
-    if (!idle_.empty()) {
-      auto conn = std::move(idle_.back());
-      idle_.pop_back();
-      return Loan(*this, std::move(conn));
-    }
-    ++open_;
-    lock.unlock();
-    auto conn = std::make_unique<PgConn>(conninfo_);
+  static void prepare_statements(PgConn& conn) {
     // A segment is often empty when a statement is planned, and the planner, which then
     // sees no reason for an index, would keep a sequential scan of it in the cached plan
     // for when it holds 100,000 rows. Segments have no statistics of their own (no
     // autovacuum), so the prototype simply never scans one whole. (The costs that setting
     // gives other plans would start JIT compilation, 50 ms a statement: off too.)
-    conn->exec("SET enable_seqscan = off");
-    conn->exec("SET jit = off");
+    conn.exec("SET enable_seqscan = off");
+    conn.exec("SET jit = off");
     if (const char* mode = std::getenv("RING_PLAN_CACHE_MODE")) {
-      conn->exec(std::string("SET plan_cache_mode = ") + mode);
+      conn.exec(std::string("SET plan_cache_mode = ") + mode);
     }
-    conn->prepare("enqueue", kRingEnqueue);
-    conn->prepare("enqueue_batch", kRingEnqueueBatch);
-    conn->prepare("lease", kRingLease);
-    conn->prepare("complete", kRingComplete);
-    return Loan(*this, std::move(conn));
-  }
-
-  void give_back(std::unique_ptr<PgConn> conn) {
-    {
-      std::lock_guard lock(mu_);
-      idle_.push_back(std::move(conn));
-    }
-    released_.notify_one();
+    conn.prepare("enqueue", kRingEnqueue);
+    conn.prepare("enqueue_batch", kRingEnqueueBatch);
+    conn.prepare("lease", kRingLease);
+    conn.prepare("complete", kRingComplete);
   }
 
   const std::string conninfo_;
-  const int max_connections_;
   PgConn admin_;
+  PgPool pool_;
   Frontier frontier_;
   Rotator::Counts rotation_counts_;
-  std::mutex mu_;
-  std::condition_variable released_;
-  std::vector<std::unique_ptr<PgConn>> idle_;  // guarded by mu_
-  int open_ = 0;                               // guarded by mu_
 };
 
 }  // namespace

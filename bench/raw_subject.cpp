@@ -15,6 +15,7 @@
 
 #include "common.hpp"
 #include "pg_client.hpp"
+#include "pg_pool.hpp"
 #include "run_threads.hpp"
 #include "sqlite_client.hpp"
 #include "subject.hpp"
@@ -68,7 +69,9 @@ constexpr const char* kPgComplete = "DELETE FROM rawq.jobs WHERE id = ANY($1::bi
 class RawPgSubject final : public Subject {
  public:
   RawPgSubject(const Target& target, int threads)
-      : conninfo_(target.pg_url), max_connections_(std::clamp(threads, 1, 8)), admin_(conninfo_) {
+      : conninfo_(target.pg_url),
+        admin_(conninfo_),
+        pool_(conninfo_, std::clamp(threads, 1, 8), prepare_statements) {
     admin_.exec(kPgSchema);
   }
 
@@ -76,7 +79,7 @@ class RawPgSubject final : public Subject {
   std::string describe() const override {
     return "minimal table rawq.jobs (harness sql/schema.sql, payload bytea); lease: " +
            std::string(kPgLease) + "; complete: " + kPgComplete + "; " +
-           std::to_string(max_connections_) + " connections at most (readpast's pool)";
+           std::to_string(pool_.max_connections()) + " connections at most (readpast's pool)";
   }
 
   void reset() override { admin_.exec("TRUNCATE rawq.jobs"); }
@@ -167,45 +170,14 @@ class RawPgSubject final : public Subject {
   }
 
  private:
-  // A connection on loan from the pool (created on demand, at most max_connections_).
-  class Lease {
-   public:
-    Lease(RawPgSubject& owner, std::unique_ptr<PgConn> conn)
-        : owner_(owner), conn_(std::move(conn)) {}
-    Lease(const Lease&) = delete;
-    ~Lease() { owner_.give_back(std::move(conn_)); }
-    PgConn* operator->() const { return conn_.get(); }
+  PgPool::Loan acquire() { return pool_.acquire(); }
 
-   private:
-    RawPgSubject& owner_;
-    std::unique_ptr<PgConn> conn_;
-  };
-
-  Lease acquire() {
-    std::unique_lock lock(mu_);
-    released_.wait(lock, [&] { return !idle_.empty() || open_ < max_connections_; });
-    if (!idle_.empty()) {
-      auto conn = std::move(idle_.back());
-      idle_.pop_back();
-      return Lease(*this, std::move(conn));
-    }
-    ++open_;
-    lock.unlock();
-    auto conn = std::make_unique<PgConn>(conninfo_);
-    conn->prepare("enqueue", kPgEnqueue);
-    conn->prepare("enqueue_notify", kPgEnqueueNotify);
-    conn->prepare("enqueue_batch", kPgEnqueueBatch);
-    conn->prepare("lease", kPgLease);
-    conn->prepare("complete", kPgComplete);
-    return Lease(*this, std::move(conn));
-  }
-
-  void give_back(std::unique_ptr<PgConn> conn) {
-    {
-      std::lock_guard lock(mu_);
-      idle_.push_back(std::move(conn));
-    }
-    released_.notify_one();
+  static void prepare_statements(PgConn& conn) {
+    conn.prepare("enqueue", kPgEnqueue);
+    conn.prepare("enqueue_notify", kPgEnqueueNotify);
+    conn.prepare("enqueue_batch", kPgEnqueueBatch);
+    conn.prepare("lease", kPgLease);
+    conn.prepare("complete", kPgComplete);
   }
 
   static void wait_for_notify(PgConn& listener, std::chrono::milliseconds timeout) {
@@ -218,13 +190,9 @@ class RawPgSubject final : public Subject {
   }
 
   const std::string conninfo_;
-  const int max_connections_;
   PgConn admin_;
+  PgPool pool_;
   bool copy_ = false;
-  std::mutex mu_;
-  std::condition_variable released_;
-  std::vector<std::unique_ptr<PgConn>> idle_;  // guarded by mu_
-  int open_ = 0;                               // guarded by mu_
 };
 
 // ---- SQLite ----------------------------------------------------------------------------

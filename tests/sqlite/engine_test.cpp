@@ -98,6 +98,26 @@ class SqliteEngineTest : public ::testing::Test {
     ASSERT_TRUE(connection);
     ASSERT_EQ(*sqlite::migrate(**connection, version), version);
   }
+  // The size of the test file's WAL (0 when there is none).
+  std::uintmax_t wal_bytes() const {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path() + "-wal", ec);
+    return ec ? std::uintmax_t{0} : size;
+  }
+  // 100 jobs of 16 KiB enqueued in one batch, leased and completed: about 3.5 MB of WAL.
+  static void write_a_round(Queue& queue) {
+    std::vector<NewJob> batch(100);
+    for (NewJob& job : batch) {
+      job.queue = "q";
+      job.payload = "\"" + std::string(16 * 1024, 'x') + "\"";
+    }
+    ASSERT_TRUE(queue.enqueue_batch(batch));
+    auto leased = queue.lease(LeaseRequest{.queue = "q", .worker_id = "w", .max_jobs = 100});
+    ASSERT_TRUE(leased);
+    std::vector<LeasedRef> refs;
+    for (const Job& job : *leased) refs.push_back(LeasedRef{job.id, *job.lease_token});
+    ASSERT_TRUE(queue.complete_batch(refs));
+  }
   Queue init(std::string suffix = "") {
     QueueOptions options;
     options.init_schema = true;
@@ -164,21 +184,11 @@ TEST_F(SqliteEngineTest, EachConnectionsPageCacheIsTheUrlsCacheMib) {
 // over 100 MB.
 TEST_F(SqliteEngineTest, TheWalStaysShortWhileJobsAreWritten) {
   Queue queue = init();
-  std::vector<NewJob> batch(100);
-  for (NewJob& job : batch) {
-    job.queue = "q";
-    job.payload = "\"" + std::string(16 * 1024, 'x') + "\"";
-  }
   std::uintmax_t largest = 0;
   for (int round = 0; round < 30; ++round) {
-    ASSERT_TRUE(queue.enqueue_batch(batch));
-    auto leased = queue.lease(LeaseRequest{.queue = "q", .worker_id = "w", .max_jobs = 100});
-    ASSERT_TRUE(leased);
-    std::vector<LeasedRef> refs;
-    for (const Job& job : *leased) refs.push_back(LeasedRef{job.id, *job.lease_token});
-    ASSERT_TRUE(queue.complete_batch(refs));
-    std::error_code ec;
-    largest = std::max(largest, std::filesystem::file_size(path() + "-wal", ec));
+    write_a_round(queue);
+    if (HasFatalFailure()) return;
+    largest = std::max(largest, wal_bytes());
   }
   EXPECT_LT(largest, std::uintmax_t{24} << 20) << "the WAL grew to " << largest << " bytes";
 }
@@ -188,33 +198,13 @@ TEST_F(SqliteEngineTest, TheWalStaysShortWhileJobsAreWritten) {
 // and its first commit cuts the file back, with nobody running a checkpoint by hand.
 TEST_F(SqliteEngineTest, TheWalFileShrinksBackOnceAHeldReadTransactionEnds) {
   Queue queue = init();
-  const std::string wal = path() + "-wal";
-  auto wal_bytes = [&] {
-    std::error_code ec;
-    const auto size = std::filesystem::file_size(wal, ec);
-    return ec ? std::uintmax_t{0} : size;
-  };
   const auto limit = static_cast<std::uintmax_t>(sqlite::Connection::kWalSizeLimitBytes);
-  // 100 jobs of 16 KiB a batch: 1.6 MB of WAL per round.
-  std::vector<NewJob> batch(100);
-  for (NewJob& job : batch) {
-    job.queue = "q";
-    job.payload = "\"" + std::string(16 * 1024, 'x') + "\"";
-  }
-  auto one_round = [&] {
-    ASSERT_TRUE(queue.enqueue_batch(batch));
-    auto leased = queue.lease(LeaseRequest{.queue = "q", .worker_id = "w", .max_jobs = 100});
-    ASSERT_TRUE(leased);
-    std::vector<LeasedRef> refs;
-    for (const Job& job : *leased) refs.push_back(LeasedRef{job.id, *job.lease_token});
-    ASSERT_TRUE(queue.complete_batch(refs));
-  };
   {
     RawDb reader(path());
     reader.scalar("BEGIN");
     reader.scalar("SELECT count(*) FROM sqlite_master");
     while (wal_bytes() <= limit + (8u << 20)) {
-      one_round();
+      write_a_round(queue);
       if (HasFatalFailure()) return;
     }
     reader.scalar("COMMIT");
@@ -222,7 +212,7 @@ TEST_F(SqliteEngineTest, TheWalFileShrinksBackOnceAHeldReadTransactionEnds) {
   const auto grown = wal_bytes();
   // A few rounds: one commit's checkpoint catches up, the next write restarts the WAL.
   for (int i = 0; i < 50 && wal_bytes() > limit; ++i) {
-    one_round();
+    write_a_round(queue);
     if (HasFatalFailure()) return;
   }
   EXPECT_LE(wal_bytes(), limit) << "the WAL stayed at " << wal_bytes() << " bytes after growing to "
