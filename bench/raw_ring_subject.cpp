@@ -166,10 +166,10 @@ class Frontier {
     std::int64_t xmax;
   };
   std::mutex mu_;
-  std::int64_t frontier_ = 0;    // guarded by mu_
-  std::int64_t highest_ = 0;     // guarded by mu_: the highest id any lease took
-  std::deque<Pending> pending_;  // guarded by mu_
-  Clock::time_point last_head_scan_{};
+  std::int64_t frontier_ = 0;           // guarded by mu_
+  std::int64_t highest_ = 0;            // guarded by mu_: the highest id any lease took
+  std::deque<Pending> pending_;         // guarded by mu_
+  Clock::time_point last_head_scan_{};  // guarded by mu_
 };
 
 // Rotates and truncates both rings; one turn a second, on its own connection (the
