@@ -93,11 +93,12 @@ TEST_P(DrainTest, RandomWorkersKilledWithSigkillWhileSixteenThreadsDrain) {
 }
 
 // The same SIGKILL drain on a queue with global limits (docs/workflows.md "Global limits"):
-// 16 threads could run 64 jobs at once, the running limit allows 6 and the rate 300 leases a
-// second. The checker's running-limit rule (check_running_limit) finds no instant with more
-// certainly running — the jobs of a killed worker counted until their leases expire — and its
-// rate rule (check_rate_limit) no second with more leases, while every job still succeeds
-// once.
+// 16 threads could run 64 jobs at once, the running limit allows 6 and the rate 100 leases a
+// second (six running jobs on MariaDB on a loaded CI machine reached 131 leases in their
+// busiest second, short of a rate of 300, which then was never pressed). The checker's
+// running-limit rule (check_running_limit) finds no instant with more certainly running — the jobs
+// of a killed worker counted until their leases expire — and its rate rule (check_rate_limit) no
+// second with more leases, while every job still succeeds once.
 TEST_P(DrainTest, ARunningLimitHoldsWhileRandomWorkersAreKilledWithSigkill) {
   constexpr int kLimit = 6;
   const int jobs = scaled(1500, 20000);
@@ -106,7 +107,7 @@ TEST_P(DrainTest, ARunningLimitHoldsWhileRandomWorkersAreKilledWithSigkill) {
   const auto deadline = std::chrono::steady_clock::now() + scaled(3min, 20min);
   ChaosRun run("sigkill_running_limit", fresh_url(), "drain");
   run.enqueue(jobs);
-  const RateLimit rate{300, std::chrono::seconds(1)};
+  const RateLimit rate{100, std::chrono::seconds(1)};
   QueueLimits limits;
   limits.running = kLimit;
   limits.rate = rate;
