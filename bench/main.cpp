@@ -91,6 +91,7 @@ json meta_line(const Settings& settings, const std::vector<std::string>& suites)
                       {"depths", settings.depths},
                       {"snapshot_seconds", settings.snapshot_seconds},
                       {"snapshot_rate", settings.snapshot_rate},
+                      {"snapshot_producers", settings.snapshot_producers},
                       {"snapshot_tail_seconds", settings.snapshot_tail_seconds},
                       {"snapshot_holder", settings.snapshot_holder}};
   return meta;
@@ -215,6 +216,10 @@ int main(int argc, char** argv) {
   run->add_option("--snapshot-rate", settings.snapshot_rate,
                   "jobs/s offered during the snapshot suite (0: keep 20000 jobs waiting)")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  run->add_option("--snapshot-producers", settings.snapshot_producers,
+                  "producer threads, each on its own connection (the rate is shared)")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   run->add_option("--snapshot-holder", settings.snapshot_holder,
                   "read: the held transaction only reads; write: it also writes a row "

@@ -16,8 +16,10 @@
 // here are the order, and a row's id is drawn in the statement that gives its transaction an
 // xid).
 //
-// RING_PLAN_CACHE_MODE, when set, is the plan_cache_mode of its connections (e.g.
-// force_generic_plan: run 25 found the median lease set by re-planning).
+// RING_PLAN_CACHE_MODE, when set, is the plan_cache_mode of its connections instead of
+// force_generic_plan (run 25 found the median lease set by re-planning; `auto` measures that).
+// RING_LEASE=function runs the lease through a PL/pgSQL function that carries its planner
+// settings, with none set on the session (as behind a transaction-mode pooler).
 //
 // Thread-safety: as Subject's (subject.hpp). The frontier is shared by the worker threads
 // under mu_; the rotation runs on a thread of its own inside work().
@@ -28,6 +30,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -107,19 +110,48 @@ constexpr const char* kRingEnqueueBatch =
     "SELECT (SELECT (last_value % 4)::smallint FROM ringq.ready_cur), $1::text, p "
     "FROM unnest($2::bytea[]) AS p RETURNING id";
 // $1 max jobs, $2 worker, $3 frontier (ids above it only). Every row returns the snapshot's
-// xmin and xmax, for the frontier's settling rule. The DELETE finds each picked row by one
-// probe of its segment's index (seg and id both known).
+// xmin and xmax, for the frontier's settling rule.
+//
+// The DELETE finds the picked rows by their ctid (a TID scan: one heap fetch a row) and not
+// by joining on (seg, id): a segment just truncated has no statistics, the planner estimates
+// it from its few pages, and for a few rows it prefers a hash join or a materialized nested
+// loop over a walk of the segment's whole index to 100 probes. Planned while the current
+// segment was young, that plan walked every entry the segment held, dead ones included:
+// 10-25 ms a lease under a held snapshot in half of each lap of the ring (run 26,
+// docs/benchmarks.md). A TID scan is the cheapest path for any estimate. The ctids are
+// those of the rows this statement locked, so none can have moved; the id filter drops the
+// row of another segment that happens to sit at the same ctid (ids are unique across
+// segments). It is written `id + 0` so that it cannot be an index condition: as `id = ANY`,
+// the planner walked a young segment's whole (priority, id) index with it rather than fetch
+// 100 tuples (run 26).
 constexpr const char* kRingLease =
-    "WITH c AS (SELECT seg, id FROM ringq.ready WHERE priority = 0 AND id > $3::bigint "
+    "WITH c AS (SELECT ctid AS t, id FROM ringq.ready WHERE priority = 0 AND id > $3::bigint "
     "ORDER BY priority, id LIMIT $1::integer FOR UPDATE SKIP LOCKED), "
-    "d AS (DELETE FROM ringq.ready r USING c WHERE r.seg = c.seg AND r.priority = 0 "
-    "AND r.id = c.id RETURNING r.*) "
+    "d AS (DELETE FROM ringq.ready r WHERE r.ctid = ANY (ARRAY(SELECT t FROM c)) "
+    "AND r.id + 0 = ANY (ARRAY(SELECT id FROM c)) RETURNING r.*) "
     "INSERT INTO ringq.running (seg, id, queue, priority, run_at, payload, attempts, locked_by, "
     "locked_until) SELECT (SELECT (last_value % 3)::smallint FROM ringq.running_cur), "
     "id, queue, priority, run_at, payload, attempts + 1, $2::text, "
     "now() + interval '5 minutes' FROM d "
     "RETURNING id, payload, seg::bigint, pg_snapshot_xmin(pg_current_snapshot())::text::bigint, "
     "pg_snapshot_xmax(pg_current_snapshot())::text::bigint";
+// The same lease as a PL/pgSQL function with its planner settings in its definition, which
+// is how the engine can keep them behind a transaction-mode pooler, where a session's SET
+// does not hold (RING_LEASE=function; docs/postgres-storage.md, section 6). PL/pgSQL caches
+// the statement's plan in the backend, as a prepared statement would.
+std::string ring_lease_function() {
+  return std::string(
+             "BEGIN;\n"
+             "SELECT pg_advisory_xact_lock(7236174);\n"
+             "CREATE OR REPLACE FUNCTION ringq.lease(integer, text, bigint) RETURNS TABLE "
+             "(o_id bigint, o_payload bytea, o_seg bigint, o_xmin bigint, o_xmax bigint) "
+             "LANGUAGE plpgsql SET enable_seqscan = off SET enable_bitmapscan = off "
+             "SET jit = off SET plan_cache_mode = force_generic_plan "
+             "AS $f$ BEGIN RETURN QUERY ") +
+         kRingLease + "; END $f$;\nCOMMIT;\n";
+}
+constexpr const char* kRingLeaseCall =
+    "SELECT * FROM ringq.lease($1::integer, $2::text, $3::bigint)";
 // $1 ids, $2 their segment (one lease's rows are in one segment unless a rotation came
 // between its rows, which the engine would handle by sending each row's segment).
 constexpr const char* kRingComplete =
@@ -253,14 +285,17 @@ class RawRingSubject final : public Subject {
         admin_(conninfo_),
         pool_(conninfo_, std::clamp(threads, 1, 8), prepare_statements) {
     admin_.exec(kRingSchema);
+    if (lease_in_function()) admin_.exec(ring_lease_function());
   }
 
   std::string system() const override { return "raw-ring"; }
   std::string describe() const override {
     return "prototype of docs/postgres-storage.md (bench/raw_ring_subject.cpp): rings of 4 "
            "ready and 3 running partitions rotated every 10 s and truncated, a settled-lease "
-           "frontier with a head scan every 5 s; lease: " +
-           std::string(kRingLease) + "; complete: " + kRingComplete;
+           "frontier with a head scan every 5 s; lease" +
+           std::string(lease_in_function() ? " (in a PL/pgSQL function, RING_LEASE=function)"
+                                           : "") +
+           ": " + kRingLease + "; complete: " + kRingComplete;
   }
 
   void reset() override {
@@ -373,7 +408,20 @@ class RawRingSubject final : public Subject {
  private:
   PgPool::Loan acquire() { return pool_.acquire(); }
 
+  static bool lease_in_function() {
+    const char* lease = std::getenv("RING_LEASE");
+    return lease != nullptr && std::string_view(lease) == "function";
+  }
+
   static void prepare_statements(PgConn& conn) {
+    if (lease_in_function()) {
+      // Nothing set on the session, as behind a pooler: the function carries its settings.
+      conn.prepare("enqueue", kRingEnqueue);
+      conn.prepare("enqueue_batch", kRingEnqueueBatch);
+      conn.prepare("lease", kRingLeaseCall);
+      conn.prepare("complete", kRingComplete);
+      return;
+    }
     // A segment is often empty when a statement is planned, and the planner, which then
     // sees no reason for an index, would keep a sequential scan of it in the cached plan
     // for when it holds 100,000 rows. Segments have no statistics of their own (no
@@ -381,9 +429,17 @@ class RawRingSubject final : public Subject {
     // gives other plans would start JIT compilation, 50 ms a statement: off too.)
     conn.exec("SET enable_seqscan = off");
     conn.exec("SET jit = off");
-    if (const char* mode = std::getenv("RING_PLAN_CACHE_MODE")) {
-      conn.exec(std::string("SET plan_cache_mode = ") + mode);
-    }
+    // For the same reason, the ordered index walk from the frontier must not give way to a
+    // bitmap scan of everything past it and a sort, which the planner prefers for a segment
+    // it believes holds a few rows (run 26).
+    conn.exec("SET enable_bitmapscan = off");
+    // With plans whose shape no estimate can change, the generic one is safe to keep, and
+    // keeping it spares the re-planning that run 25 found setting the median lease (in
+    // `auto` mode the plan cache weighs the generic plan against custom ones by estimates
+    // that follow the ring's lap).
+    const char* mode = std::getenv("RING_PLAN_CACHE_MODE");
+    conn.exec(std::string("SET plan_cache_mode = ") +
+              (mode != nullptr ? mode : "force_generic_plan"));
     conn.prepare("enqueue", kRingEnqueue);
     conn.prepare("enqueue_batch", kRingEnqueueBatch);
     conn.prepare("lease", kRingLease);

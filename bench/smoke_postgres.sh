@@ -18,8 +18,11 @@ PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 URL=$("$HERE/pg_server.sh" start "$DIR/data" "$PORT")
 "$BENCH" run --engine postgres --pg-url "$URL" --quick --systems raw,ring,readpast \
   --suites enqueue,drain,latency,depth,snapshot --out "$DIR/out.jsonl"
-"$BENCH" run --engine postgres --pg-url "$URL" --quick --systems ring,readpast \
-  --suites snapshot --snapshot-rate 2000 --snapshot-holder write --out "$DIR/rate.jsonl"
+# The offered rate shared by two producers, and the prototype's lease through its PL/pgSQL
+# function (RING_LEASE=function, bench/raw_ring_subject.cpp).
+RING_LEASE=function "$BENCH" run --engine postgres --pg-url "$URL" --quick --systems ring,readpast \
+  --suites snapshot --snapshot-rate 2000 --snapshot-producers 2 --snapshot-holder write \
+  --out "$DIR/rate.jsonl"
 cat "$DIR/out.jsonl" "$DIR/rate.jsonl"
 fail() { echo "smoke_postgres: $*" >&2; exit 1; }
 for system in raw-sql raw-ring readpast; do
@@ -50,5 +53,5 @@ for path in sys.argv[1:]:
         # 2,000 jobs/s offered are carried: the backlog stays within a few batches.
         for s in summaries:
             assert s["offered_jobs_per_s"] == 2000 and s["backlog_end_held"] <= 1000, s
-            assert s["holder"] == "write", s
+            assert s["holder"] == "write" and s["producers"] == 2, s
 PY

@@ -458,7 +458,10 @@ void run_snapshot(const Settings& settings, Reporter& reporter) {
   const bool fixed_rate = settings.snapshot_rate > 0;
   for (const auto& [system, retention] : subjects_of(settings)) {
     auto subject = make_subject(settings.target, system, retention, settings.snapshot_workers);
-    auto producer = make_subject(settings.target, system, retention, 1);
+    std::vector<std::unique_ptr<Subject>> producers;
+    for (int i = 0; i < settings.snapshot_producers; ++i) {
+      producers.push_back(make_subject(settings.target, system, retention, 1));
+    }
     const std::string label = label_of(*subject, retention);
     subject->reset();
     const std::int64_t prefilled = fixed_rate ? 0 : kBacklog;
@@ -482,11 +485,13 @@ void run_snapshot(const Settings& settings, Reporter& reporter) {
           setup, [](std::int64_t, std::string_view) {}, std::move(stop));
     });
     // Either keeps the backlog near kBacklog, so that workers never starve (the drain's
-    // ceiling), or offers snapshot_rate jobs/s whatever the workers do (does it keep up?).
-    std::jthread producer_thread([&](std::stop_token own) {
-      std::int64_t seq = prefilled;
-      const auto period = std::chrono::duration<double>(static_cast<double>(kBatch) /
-                                                        std::max(settings.snapshot_rate, 1));
+    // ceiling), or offers snapshot_rate jobs/s whatever the workers do (does it keep up?);
+    // each producer offers its share of the rate.
+    std::atomic<std::int64_t> next_seq{prefilled};
+    auto produce = [&](Subject& producer, std::stop_token own) {
+      const double share = static_cast<double>(std::max(settings.snapshot_rate, 1)) /
+                           static_cast<double>(settings.snapshot_producers);
+      const auto period = std::chrono::duration<double>(static_cast<double>(kBatch) / share);
       auto next = Clock::now();
       while (!own.stop_requested()) {
         if (fixed_rate) {
@@ -496,11 +501,15 @@ void run_snapshot(const Settings& settings, Reporter& reporter) {
           std::this_thread::sleep_for(std::chrono::microseconds(500));
           continue;
         }
-        producer->enqueue_batch(payloads(seq, kBatch));
-        seq += kBatch;
+        producer.enqueue_batch(payloads(next_seq.fetch_add(kBatch), kBatch));
         enqueued.fetch_add(kBatch);
       }
-    });
+    };
+    std::vector<std::jthread> producer_threads;
+    for (auto& producer : producers) {
+      producer_threads.emplace_back(
+          [&produce, &producer](std::stop_token own) { produce(*producer, std::move(own)); });
+    }
 
     struct Phase {
       std::vector<double> rates;       // jobs/s of each window
@@ -568,8 +577,8 @@ void run_snapshot(const Settings& settings, Reporter& reporter) {
     }
     // After the hold: does the speed come back, and is the space reused or returned?
     const Phase after = phase("after", settings.snapshot_tail_seconds);
-    producer_thread.request_stop();
-    producer_thread.join();
+    for (auto& t : producer_threads) t.request_stop();
+    producer_threads.clear();  // joins
     worker_thread.request_stop();
     worker_thread.join();
 
@@ -606,15 +615,17 @@ void run_snapshot(const Settings& settings, Reporter& reporter) {
     line["held_s"] = settings.snapshot_seconds;
     line["tail_s"] = settings.snapshot_tail_seconds;
     line["offered_jobs_per_s"] = settings.snapshot_rate;
+    line["producers"] = settings.snapshot_producers;
     line["holder"] = settings.snapshot_holder;
     line["snapshot_xmin"] = xmin;
     if (history) line["history_list_length_at_end"] = *history;
     line["options"] =
         std::to_string(settings.snapshot_workers) + " workers, lease batch " +
-        std::to_string(settings.snapshot_batch) +
-        (fixed_rate ? ", one producer offering " + std::to_string(settings.snapshot_rate) +
-                          " jobs/s (batches of 100)"
-                    : ", one producer keeping 20000 jobs waiting (batches of 100)") +
+        std::to_string(settings.snapshot_batch) + ", " +
+        std::to_string(settings.snapshot_producers) + " producer(s)" +
+        (fixed_rate
+             ? " offering " + std::to_string(settings.snapshot_rate) + " jobs/s (batches of 100)"
+             : " keeping 20000 jobs waiting (batches of 100)") +
         "; value = median rate of the held phase's last minute / median rate of the baseline; " +
         subject->describe();
     line["system"] = label;

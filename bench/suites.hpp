@@ -52,6 +52,10 @@ struct Settings {
   // 0: the producer keeps 20,000 jobs waiting (the workers' ceiling); N: it offers N jobs/s
   // whatever the workers do, and the windows show whether the backlog grows.
   int snapshot_rate = 0;
+  // Producer threads, each on its own connection, sharing the backlog or the offered rate:
+  // on a small machine one producer cannot keep a backlog ahead of eight fast workers, and
+  // the windows then measure the producer (run 26).
+  int snapshot_producers = 1;
   double snapshot_tail_seconds = 0;  // windows after the hold ends
   // "read": the holder only reads; "write": it also writes a row (PostgreSQL).
   std::string snapshot_holder = "read";
