@@ -1408,19 +1408,35 @@ class SqliteEngine final : public Engine {
     idle_.push_back(std::move(connection));
   }
 
+  // The connection every write transaction of this process runs on; the caller holds
+  // write_mu_. Why one and not any of the pool's: in WAL mode a connection drops its whole
+  // page cache when another connection has committed since its last transaction, so writes
+  // spread over the pool re-read every page they touch, each looked up in the WAL index
+  // first. While a long reader keeps checkpoints from catching up, that index grows with
+  // every commit and so does each lookup (docs/sqlite.md). A connection's own commits
+  // leave its cache valid: with one writer, only another process's commits empty it.
+  Result<Connection*> writer_connection() {
+    if (!writer_) {
+      auto connection = Connection::open(settings_);
+      if (!connection) return fail_with(connection.error());
+      writer_ = std::move(*connection);
+    }
+    return writer_.get();
+  }
+
   // Runs body(connection, now) inside BEGIN IMMEDIATE and commits when it succeeds. `now`
   // is read after the write lock is held, so no other writer can commit in between with
   // a later clock reading.
   template <class T, class Body>
   Result<T> write(Body&& body) {
-    auto connection = acquire();
-    if (!connection) return fail_with(connection.error());
     // One writer per process at a time: the threads of a process queue fairly on this
     // mutex instead of all polling SQLite's file lock against the other processes.
     std::lock_guard writer(write_mu_);
-    auto transaction = ImmediateTransaction::begin(*connection->get());
+    auto connection = writer_connection();
+    if (!connection) return fail_with(connection.error());
+    auto transaction = ImmediateTransaction::begin(**connection);
     if (!transaction) return fail_with(transaction.error());
-    Result<T> result = body(*connection->get(), now_micros());
+    Result<T> result = body(**connection, now_micros());
     if (!result) return result;  // the transaction rolls back
     if (auto ok = transaction->commit(); !ok) return fail_with(ok.error());
     return result;
@@ -1519,6 +1535,7 @@ class SqliteEngine final : public Engine {
   std::vector<std::unique_ptr<Connection>> idle_;  // guarded by mu_
   // Held for the whole of every write transaction; never taken while holding mu_.
   std::mutex write_mu_;
+  std::unique_ptr<Connection> writer_;  // guarded by write_mu_; opened by the first write
 };
 
 Result<bool> SqliteEngine::wait_for_work(std::string_view queue, Duration timeout) {
