@@ -414,14 +414,16 @@ class RawRingSubject final : public Subject {
   }
 
   static void prepare_statements(PgConn& conn) {
-    if (lease_in_function()) {
-      // Nothing set on the session, as behind a pooler: the function carries its settings.
-      conn.prepare("enqueue", kRingEnqueue);
-      conn.prepare("enqueue_batch", kRingEnqueueBatch);
-      conn.prepare("lease", kRingLeaseCall);
-      conn.prepare("complete", kRingComplete);
-      return;
-    }
+    // With the lease in a function nothing is set on the session, as behind a pooler: the
+    // function carries its settings.
+    if (!lease_in_function()) set_planner(conn);
+    conn.prepare("enqueue", kRingEnqueue);
+    conn.prepare("enqueue_batch", kRingEnqueueBatch);
+    conn.prepare("lease", lease_in_function() ? kRingLeaseCall : kRingLease);
+    conn.prepare("complete", kRingComplete);
+  }
+
+  static void set_planner(PgConn& conn) {
     // A segment is often empty when a statement is planned, and the planner, which then
     // sees no reason for an index, would keep a sequential scan of it in the cached plan
     // for when it holds 100,000 rows. Segments have no statistics of their own (no
@@ -440,10 +442,6 @@ class RawRingSubject final : public Subject {
     const char* mode = std::getenv("RING_PLAN_CACHE_MODE");
     conn.exec(std::string("SET plan_cache_mode = ") +
               (mode != nullptr ? mode : "force_generic_plan"));
-    conn.prepare("enqueue", kRingEnqueue);
-    conn.prepare("enqueue_batch", kRingEnqueueBatch);
-    conn.prepare("lease", kRingLease);
-    conn.prepare("complete", kRingComplete);
   }
 
   const std::string conninfo_;
