@@ -123,6 +123,8 @@ Result<std::unique_ptr<Connection>> Connection::open(const Settings& settings) {
     if (sqlite3_exec(raw, limit.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
       return fail_with((*connection)->error(sqlite3_errcode(raw), "setting journal_size_limit"));
     }
+    // Replaces SQLite's automatic checkpoint (sqlite_checkpoint_pacer.hpp says why).
+    sqlite3_wal_hook(raw, &Connection::on_wal_commit, connection->get());
     std::string synchronous = "PRAGMA synchronous=" + settings.synchronous;
     if (sqlite3_exec(raw, synchronous.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
       return fail_with((*connection)->error(sqlite3_errcode(raw), "setting synchronous"));
@@ -171,6 +173,23 @@ void Connection::lease_token(sqlite3_context* context, int /*argc*/,
     return;
   }
   sqlite3_result_text(context, hex.data(), static_cast<int>(hex.size()), SQLITE_TRANSIENT);
+}
+
+int Connection::on_wal_commit(void* self, sqlite3* db, const char* name, int wal_frames) noexcept {
+  auto& pacer = static_cast<Connection*>(self)->checkpoints_;
+  const auto started = CheckpointPacer::Clock::now();
+  if (!pacer.due(wal_frames, started)) return SQLITE_OK;
+  int log = -1;
+  int checkpointed = -1;
+  // PASSIVE never waits for readers or writers: a checkpoint it cannot finish is left to
+  // a later commit. Its failure is not the commit's (SQLite's own automatic checkpoint
+  // ignores it the same way).
+  if (sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, &log, &checkpointed) !=
+      SQLITE_OK) {
+    log = checkpointed = -1;
+  }
+  pacer.attempted(log, checkpointed, started, CheckpointPacer::Clock::now());
+  return SQLITE_OK;
 }
 
 Result<std::unique_ptr<Statement>> Connection::prepare(const char* sql) {

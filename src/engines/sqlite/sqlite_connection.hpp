@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "core/lease_tokens.hpp"
+#include "engines/sqlite/sqlite_checkpoint_pacer.hpp"
 #include "readpast/error.hpp"
 
 namespace readpast::detail::sqlite {
@@ -122,6 +123,9 @@ class Connection {
   // The readpast error for the connection's last failure, e.g. busy → kUnavailable.
   Error error(int code, std::string_view context) const;
 
+  // When this connection's commits checkpoint the WAL (a connection opened for writing).
+  const CheckpointPacer& checkpoints() const { return checkpoints_; }
+
  private:
   // SQLite's own busy_timeout sleeps ever longer (up to 100 ms) between tries, so a
   // waiting writer can keep missing the moments the lock is free while others grab it:
@@ -131,6 +135,9 @@ class Connection {
   // readpast_lease_token(): a new lease token (core/lease_tokens.hpp) per call, for the lease
   // statements, which take as many as the rows they pick.
   static void lease_token(sqlite3_context* context, int argc, sqlite3_value** argv) noexcept;
+  // The WAL hook of a writing connection, in place of SQLite's automatic checkpoint: runs a
+  // PASSIVE checkpoint after a commit when checkpoints_ says it is due.
+  static int on_wal_commit(void* self, sqlite3* db, const char* name, int wal_frames) noexcept;
 
   // sqlite3_open_v2 of `name` (a path, or a URI with SQLITE_OPEN_URI), nothing else.
   static Result<std::unique_ptr<Connection>> open_file(const std::string& name, int flags);
@@ -140,7 +147,8 @@ class Connection {
   std::chrono::steady_clock::time_point busy_since_;
   std::minstd_rand busy_jitter_{std::random_device{}()};
   std::unordered_map<const char*, std::unique_ptr<sqlite3_stmt, StatementDeleter>> cache_;
-  LeaseTokenSource tokens_;  // used by lease_token(), on the thread that runs the statement
+  LeaseTokenSource tokens_;      // used by lease_token(), on the thread that runs the statement
+  CheckpointPacer checkpoints_;  // used by on_wal_commit(), on the thread that commits
 };
 
 // Maps an SQLite result code onto readpast's errors: busy/locked past the busy timeout,
