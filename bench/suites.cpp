@@ -395,14 +395,19 @@ namespace {
 // xmin holds back vacuum and the pruning of dead row versions everywhere in the database);
 // MariaDB, a REPEATABLE READ transaction WITH CONSISTENT SNAPSHOT that has read a row (its
 // read view stops InnoDB's purge of old row versions and delete-marked rows, in every table);
-// SQLite, a read transaction (its WAL read mark keeps checkpoints from completing). With
+// SQLite, a read transaction (its WAL read lock keeps checkpoints from completing; with
+// `read-checkpointed` it begins on a fully checkpointed WAL, see suites.hpp). With
 // `write` (PostgreSQL only) the transaction also inserts a row, so that it has an xid: a long
 // writing transaction, which holds back what a read-only one does not (pg_snapshot_xmin).
 class SnapshotHolder {
  public:
-  SnapshotHolder(const Target& target, bool write) {
+  SnapshotHolder(const Target& target, const std::string& kind) {
+    const bool write = kind == "write";
     if (write && target.engine != EngineKind::kPostgres) {
       fail("--snapshot-holder write is for PostgreSQL only");
+    }
+    if (kind == "read-checkpointed" && target.engine != EngineKind::kSqlite) {
+      fail("--snapshot-holder read-checkpointed is for SQLite only");
     }
     if (target.engine == EngineKind::kMariadb) {
 #if READPAST_BENCH_MARIADB
@@ -420,6 +425,9 @@ class SnapshotHolder {
     } else {
       for (const char* file : {"/readpast.db", "/raw.db"}) {
         auto& db = sqlite_.emplace_back(std::make_unique<SqliteDb>(target.sqlite_dir + file));
+        // FULL waits for the writers and copies the whole WAL; a read transaction that
+        // begins before the next commit reads the database file alone.
+        if (kind == "read-checkpointed") db->exec("PRAGMA wal_checkpoint(FULL)");
         db->exec("BEGIN");
         db->scalar_int("SELECT count(*) FROM sqlite_master");
       }
@@ -570,7 +578,7 @@ void run_snapshot(const Settings& settings, Reporter& reporter) {
     std::string xmin;
     std::optional<std::int64_t> history;
     {
-      SnapshotHolder holder(settings.target, settings.snapshot_holder == "write");
+      SnapshotHolder holder(settings.target, settings.snapshot_holder);
       xmin = holder.xmin();
       held = phase("held", settings.snapshot_seconds);
       history = holder.backlog();

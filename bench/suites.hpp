@@ -57,7 +57,10 @@ struct Settings {
   // the windows then measure the producer (run 26).
   int snapshot_producers = 1;
   double snapshot_tail_seconds = 0;  // windows after the hold ends
-  // "read": the holder only reads; "write": it also writes a row (PostgreSQL).
+  // "read": the holder only reads; "write": it also writes a row (PostgreSQL);
+  // "read-checkpointed" (SQLite): it only reads, and begins right after a FULL checkpoint, so
+  // that it most likely reads the database file alone (WAL read lock 0), which no
+  // checkpoint can copy past; "read" gets that or a later read lock by chance (run 28).
   std::string snapshot_holder = "read";
 
   // The command that starts a worker process: this program's path and `child-work` with
