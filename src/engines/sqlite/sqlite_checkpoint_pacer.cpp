@@ -26,8 +26,7 @@ void CheckpointPacer::attempted(int wal_frames, int checkpointed_frames, Clock::
     ++futile_attempts_;
     paused_ = true;
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(ended - started);
-    resume_at_ = ended + std::clamp(took * kPauseFactor, std::chrono::milliseconds(kMinPause),
-                                    std::chrono::milliseconds(kMaxPause));
+    resume_at_ = ended + std::clamp(took * kPauseFactor, kMinPause, kMaxPause);
     resume_at_frames_ = 2 * static_cast<std::int64_t>(std::max(wal_frames, kThresholdFrames));
   }
   if (!failed) {
