@@ -3,7 +3,9 @@
 # (src/engines/sqlite/sqlite_checkpoint_pacer.hpp), before (A) and after (B), alternating.
 # Part `hold`: the snapshot suite with a read transaction held 120 s that begins on a fully
 # checkpointed WAL (--snapshot-holder read-checkpointed), two rounds, then one round with the
-# plain holder. Part `drain`: the drain suite, one round each, for the path without a reader.
+# plain holder. Part `more`: B alone, one more hold of each kind. Part `drain`: the drain
+# suite, one round each, for the path without a reader; the 16-thread shapes ran twice more
+# (--drain-shapes 1x16, files drain16-*).
 # As root, from the repository's root, with nothing else running:
 #   A=OLD/readpast_bench B=build-ci/strict/bench/readpast_bench \
 #     bash docs/bench-results/2026-11-27/run28/run28.sh hold drain
@@ -25,11 +27,15 @@ for part in "$@"; do
       done
       for side in A B; do snapshot "$side" read "read-${side}1.jsonl"; done
       ;;
+    more)  # B alone, after the full test suite had run: one more hold of each kind
+      snapshot B read-checkpointed checkpointed-B3.jsonl
+      snapshot B read read-B2.jsonl
+      ;;
     drain)
       for side in A B; do
         "${!side}" run --engine sqlite --suites drain --systems readpast --out "$OUT/drain-$side.jsonl"
       done
       ;;
-    *) echo "unknown part $part (hold, drain)" >&2; exit 2 ;;
+    *) echo "unknown part $part (hold, more, drain)" >&2; exit 2 ;;
   esac
 done
