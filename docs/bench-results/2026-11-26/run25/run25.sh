@@ -9,10 +9,7 @@
 set -euo pipefail
 OUT=${OUT:-docs/bench-results/2026-11-26/run25}
 B=${B:?a Release readpast_bench}
-DIR=$(mktemp -d /tmp/run25-XXXXXX); chmod 755 "$DIR"
-cleanup() { bench/pg_server.sh destroy "$DIR/data" >/dev/null 2>&1 || true; rm -rf "$DIR"; }
-trap cleanup EXIT
-URL=$(bench/pg_server.sh start "$DIR/data" "${PORT:-25440}")
+source bench/pg_throwaway.sh run25 "${PORT:-25440}"
 hold=(--snapshot-baseline-seconds 60 --snapshot-seconds 600)
 # 1. readpast at a fixed 6,000 jobs/s (the fresh check), 2 minutes after the hold.
 "$B" run --engine postgres --pg-url "$URL" --suites snapshot --systems readpast \

@@ -12,10 +12,7 @@ set -euo pipefail
 part=${1:?gate or costs}
 OUT=${OUT:-docs/bench-results/2026-11-27/run26}
 B=${B:?an optimised readpast_bench}
-DIR=$(mktemp -d /tmp/run26-XXXXXX); chmod 755 "$DIR"
-cleanup() { bench/pg_server.sh destroy "$DIR/data" >/dev/null 2>&1 || true; rm -rf "$DIR"; }
-trap cleanup EXIT
-URL=$(bench/pg_server.sh start "$DIR/data" "${PORT:-25442}")
+source bench/pg_throwaway.sh run26 "${PORT:-25442}"
 ring=(run --engine postgres --pg-url "$URL" --suites snapshot --systems ring)
 case "$part" in
   gate)

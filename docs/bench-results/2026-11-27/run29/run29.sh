@@ -10,10 +10,7 @@
 set -euo pipefail
 OUT=${OUT:-docs/bench-results/2026-11-27/run29}
 B=${B:?an optimised readpast_bench}
-DIR=$(mktemp -d /tmp/run29-XXXXXX); chmod 755 "$DIR"
-cleanup() { bench/pg_server.sh destroy "$DIR/data" >/dev/null 2>&1 || true; rm -rf "$DIR"; }
-trap cleanup EXIT
-URL=$(bench/pg_server.sh start "$DIR/data" "${PORT:-25442}")
+source bench/pg_throwaway.sh run29 "${PORT:-25442}"
 RING_LEASE=function "$B" run --engine postgres --pg-url "$URL" --suites snapshot --systems ring \
   --snapshot-producers 2 --snapshot-baseline-seconds 60 --snapshot-seconds 600 \
   --snapshot-tail-seconds 60 --out "$OUT/pg-ring-backlog-2producers.jsonl"
