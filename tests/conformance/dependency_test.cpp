@@ -293,6 +293,47 @@ TEST_P(QueueTest, ManyDependentsOfOneJobAreAllReleased) {
   EXPECT_EQ(stats.waiting, 0);
 }
 
+// Jobs told in the same round: a dependent counts down by every edge the round meets, and
+// becomes available only if those were its last.
+TEST_P(QueueTest, DependentsOfJobsThatSucceedTogetherCountDownByEachEdgeMet) {
+  JobId a = enqueue("q");
+  JobId b = enqueue("q");
+  JobId c = enqueue("c");
+  JobId both = enqueue(after_job("d", {a, b}));
+  JobId three = enqueue(after_job("d", {a, b, c}));
+  JobId one = enqueue(after_job("d", {b}));
+  auto jobs = lease("q", 2);
+  ASSERT_EQ(jobs.size(), 2u);
+  for (const Job& job : jobs) ok(q().complete(job.id, *job.lease_token));
+  ok(q().resolve_dependencies());
+  EXPECT_EQ(get(both).state, JobState::kAvailable);
+  EXPECT_EQ(get(one).state, JobState::kAvailable);
+  EXPECT_EQ(get(three).state, JobState::kWaiting);
+  complete_one(q(), "c", c);
+  ok(q().resolve_dependencies());
+  EXPECT_EQ(get(three).state, JobState::kAvailable);
+}
+
+TEST_P(QueueTest, ManyDependentsOfADeadJobAreAllCancelledNamingIt) {
+  JobId a = enqueue("q");
+  constexpr int kDependents = 1200;  // more than two of resolve's chunks
+  std::vector<NewJob> batch(kDependents, after_job("d", {a}));
+  ok(q().enqueue_batch(batch));
+  fail_for_good(q(), "q", a);
+  ok(q().resolve_dependencies());
+  QueueStats stats = ok(q().stats("d"))[0];
+  EXPECT_EQ(stats.cancelled, kDependents);
+  EXPECT_EQ(stats.waiting, 0);
+  const std::string cause = "dependency " + std::to_string(a) + " is dead";
+  ListRequest page;
+  page.queue = "d";
+  page.limit = 50;
+  for (const Job& job : ok(q().list(page))) {
+    ASSERT_TRUE(job.last_error.has_value());
+    EXPECT_NE(job.last_error->find(cause), std::string::npos) << *job.last_error;
+  }
+}
+
 TEST_P(QueueTest, LeaseReleasesDependentsByItself) {
   JobId a = enqueue("q");
   JobId d = enqueue(after_job("d", {a}));

@@ -30,6 +30,7 @@
 #include "core/url.hpp"
 #include "engines/engine_registry.hpp"
 #include "engines/mariadb/mariadb_connection.hpp"
+#include "engines/mariadb/mariadb_dependency_round.hpp"
 #include "engines/mariadb/mariadb_statements.hpp"
 #include "readpast/time.hpp"
 
@@ -865,106 +866,8 @@ class MariadbEngine final : public Engine {
       auto lock = c.query(sql::resolve_lock::text);
       if (!lock) return fail_with(lock.error());
       if (lock->empty()) return 0;  // another process is resolving
-      using N = sql::notified_jobs;
-      auto found = c.run<N>(c.params<N>().set(N::limit, kResolveJobs));
-      if (!found) return fail_with(found.error());
-      std::int64_t moved = 0;
-      int budget = kResolveChunk;  // dependents told in this round, over all its jobs
-      for (std::size_t r = 0; r < found->size() && budget > 0; ++r) {
-        const JobId id = found->int64(r, 0);
-        const JobState state = parse_job_state(found->text(r, 1)).value_or(JobState::kSucceeded);
-        auto told = tell_dependents(c, id, state, found->optional_text(r, 2), budget);
-        if (!told) return fail_with(told.error());
-        budget -= *told;
-        moved += *told + 1;
-      }
-      // Groups whose last member finished: the jobs that waited for them are let go.
-      using P = sql::pending_groups;
-      auto pending = c.run<P>(c.params<P>().set(P::limit, kResolveJobs));
-      if (!pending) return fail_with(pending.error());
-      for (std::size_t r = 0; r < pending->size() && budget > 0; ++r) {
-        const JobId group_id = pending->int64(r, 0);
-        auto met = meet_edges(c, -group_id, pending->int64(r, 1), budget);
-        if (!met) return fail_with(met.error());
-        budget -= met->first;
-        moved += met->first + 1;
-        if (met->second) {
-          if (auto ok = by_id<sql::group_released>(c, group_id); !ok) return fail_with(ok.error());
-        }
-      }
-      return moved;
+      return mariadb::resolve_round(c);
     });
-  }
-
-  // Meets up to `budget` unmet edges of `depends_on` (a job that succeeded, or minus a
-  // group whose members all finished) whose dependent's id is at most `upto`, counting each
-  // dependent down; returns how many, and whether none is left.
-  static Result<std::pair<int, bool>> meet_edges(Connection& c, JobId depends_on, JobId upto,
-                                                 int budget) {
-    using U = sql::unmet_dependents;
-    auto rows =
-        c.run<U>(c.params<U>().set(U::id, depends_on).set(U::upto, upto).set(U::limit, budget + 1));
-    if (!rows) return fail_with(rows.error());
-    std::vector<JobId> dependents;
-    for (std::size_t r = 0; r < rows->size(); ++r) dependents.push_back(rows->int64(r, 0));
-    const bool all = dependents.size() <= static_cast<std::size_t>(budget);
-    if (!all) dependents.resize(static_cast<std::size_t>(budget));
-    for (JobId dependent : dependents) {
-      using M = sql::meet_dependency;
-      if (auto ok =
-              c.run<M>(c.params<M>().set(M::depends_on, depends_on).set(M::job_id, dependent));
-          !ok) {
-        return fail_with(ok.error());
-      }
-      if (c.affected_rows() == 0) continue;
-      if (auto ok = by_id<sql::count_down>(c, dependent); !ok) return fail_with(ok.error());
-    }
-    return std::pair(static_cast<int>(dependents.size()), all);
-  }
-
-  // Tells up to `budget` dependents of the finished job `id`, inside the caller's
-  // transaction; once none is left, clears its notify and tells its group of its finish (the
-  // last member's lets the jobs waiting for the group go). Returns how many it told.
-  static Result<int> tell_dependents(Connection& c, JobId id, JobState state,
-                                     const std::optional<std::string>& group, int budget) {
-    int told = 0;
-    bool all = true;
-    if (state == JobState::kSucceeded) {
-      auto met = meet_edges(c, id, std::numeric_limits<JobId>::max(), budget);
-      if (!met) return fail_with(met.error());
-      told = met->first;
-      all = met->second;
-    } else {
-      using W = sql::waiting_dependents;
-      auto rows = c.run<W>(c.params<W>().set(W::id, id).set(W::limit, budget + 1));
-      if (!rows) return fail_with(rows.error());
-      std::vector<JobId> dependents;
-      for (std::size_t r = 0; r < rows->size(); ++r) dependents.push_back(rows->int64(r, 0));
-      all = dependents.size() <= static_cast<std::size_t>(budget);
-      if (!all) dependents.resize(static_cast<std::size_t>(budget));
-      const std::string error = dependency_failed_error(id, state);
-      for (JobId dependent : dependents) {
-        using X = sql::cancel_dependent;
-        if (auto ok = c.run<X>(c.params<X>().set(X::id, dependent).set_bytes(X::error, error));
-            !ok) {
-          return fail_with(ok.error());
-        }
-      }
-      told = static_cast<int>(dependents.size());
-    }
-    if (!all) return told;
-    if (auto ok = by_id<sql::told>(c, id); !ok) return fail_with(ok.error());
-    if (group) {
-      using L = sql::leave_group;
-      using R = sql::release_group;
-      if (auto ok = c.run<L>(c.params<L>().set(L::name, *group)); !ok) {
-        return fail_with(ok.error());
-      }
-      if (auto ok = c.run<R>(c.params<R>().set(R::name, *group)); !ok) {
-        return fail_with(ok.error());
-      }
-    }
-    return told;
   }
 
   Result<std::optional<GroupStats>> group_stats(std::string_view group) override {

@@ -172,6 +172,10 @@ std::string MariadbServer::fresh_database_url() {
 }
 
 void MariadbServer::execute(const std::string& sql, const std::string& database) {
+  (void)query_value(sql, database);
+}
+
+std::string MariadbServer::query_value(const std::string& sql, const std::string& database) {
   std::string error;
   auto handle = connect_root(socket(), database, error);
   if (!handle) throw std::runtime_error("cannot connect to the test server: " + error);
@@ -179,7 +183,13 @@ void MariadbServer::execute(const std::string& sql, const std::string& database)
     throw std::runtime_error("test server: " + sql + ": " + mysql_error(handle.get()));
   }
   MYSQL_RES* result = mysql_store_result(handle.get());
-  if (result != nullptr) mysql_free_result(result);
+  if (result == nullptr) return {};
+  std::string value;
+  if (MYSQL_ROW row = mysql_fetch_row(result); row != nullptr && row[0] != nullptr) {
+    value.assign(row[0], mysql_fetch_lengths(result)[0]);
+  }
+  mysql_free_result(result);
+  return value;
 }
 
 MariadbServer::Session::Session(const MariadbServer& server, const std::string& database) {

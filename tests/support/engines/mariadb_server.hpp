@@ -50,6 +50,9 @@ class MariadbServer {
   std::string fresh_database_url();
   // Runs SQL as root over the unix socket; throws std::runtime_error on error.
   void execute(const std::string& sql, const std::string& database = "mysql");
+  // The same, returning the first column of the first row ("" when there is none or it is
+  // NULL).
+  std::string query_value(const std::string& sql, const std::string& database = "mysql");
 
   // A root session over the unix socket that stays open (to hold locks): it runs each
   // statement given, and closes when destroyed. Throws std::runtime_error on error.

@@ -805,39 +805,92 @@ SELECT id, state, group_name FROM readpast_jobs WHERE notify_pending = 1 ORDER B
 SELECT EXISTS (SELECT 1 FROM readpast_jobs WHERE notify_pending = 1)
     OR EXISTS (SELECT 1 FROM readpast_groups WHERE release_flag = 1);
 
--- name: unmet_dependents
--- Of a job, or (:id minus a group's id) of a group's release, up to the job :upto.
-SELECT job_id FROM readpast_dependencies
-  WHERE depends_on = :id AND met = 0 AND job_id <= :upto
-  ORDER BY job_id LIMIT :limit;
+-- A round's sources are JSON arrays (JSON_TABLE) so that each step is one statement for all of
+-- them, however many jobs the round tells: a round trip per edge made MariaDB's rounds the
+-- slowest part of a drain of dependent jobs. Every array is driven from by primary key
+-- (STRAIGHT_JOIN), as in lease_take_many. A multi-table UPDATE assigns in no promised order,
+-- so in these no assignment reads a column another one sets.
 
--- name: meet_dependency
-UPDATE readpast_dependencies SET met = 1
-  WHERE depends_on = :depends_on AND job_id = :job_id AND met = 0;
+-- name: pick_unmet_edges
+-- Up to :limit unmet edges of :sources, [depends_on, upto] pairs: a job that succeeded (upto
+-- its largest id) or minus a released group's id (upto the last job its release lets go,
+-- released_upto). No ORDER BY, so that the scan stops at :limit rows however many dependents
+-- one source has: which of them a round takes is not ordered, and the round asks afterwards
+-- which sources have none left (sources_done).
+SELECT d.depends_on, d.job_id
+  FROM JSON_TABLE(:sources, '$[*]' COLUMNS (depends_on BIGINT PATH '$[0]',
+                                            upto BIGINT PATH '$[1]')) s
+  STRAIGHT_JOIN readpast_dependencies d ON d.depends_on = s.depends_on AND d.job_id <= s.upto
+  WHERE d.met = 0
+  LIMIT :limit;
 
--- name: count_down
--- The last unmet dependency makes a waiting job available, its delay counted from now.
--- (Assigned left to right: run_at and state read the old state and waiting_for.)
-UPDATE readpast_jobs SET
-    run_at = IF(state = 'waiting' AND waiting_for <= 1,
-                GREATEST(run_at, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) + delay_us),
-                run_at),
-    state = IF(state = 'waiting' AND waiting_for <= 1, 'available', state),
-    waiting_for = GREATEST(waiting_for - 1, 0)
-  WHERE id = :id;
+-- name: meet_edges
+-- The edges pick_unmet_edges took, :edges as [depends_on, job_id] pairs, become met.
+UPDATE JSON_TABLE(:edges, '$[*]' COLUMNS (depends_on BIGINT PATH '$[0]',
+                                          job_id BIGINT PATH '$[1]')) e
+  STRAIGHT_JOIN readpast_dependencies d ON d.depends_on = e.depends_on AND d.job_id = e.job_id
+  SET d.met = 1;
 
--- name: waiting_dependents
-SELECT d.job_id FROM readpast_dependencies d JOIN readpast_jobs j ON j.id = d.job_id
-  WHERE d.depends_on = :id AND d.met = 0 AND j.state = 'waiting'
-  ORDER BY d.job_id LIMIT :limit;
+-- name: release_counted
+-- :counts, [job_id, n] pairs: n edges of the job were met in this round. A waiting job whose
+-- last unmet edges they were becomes available, its delay counted from now
+-- (count_down_counted then counts every one of them down).
+UPDATE JSON_TABLE(:counts, '$[*]' COLUMNS (id BIGINT PATH '$[0]', n INT PATH '$[1]')) x
+  STRAIGHT_JOIN readpast_jobs j ON j.id = x.id
+  SET j.run_at = GREATEST(j.run_at, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) + j.delay_us),
+      j.state = 'available', j.waiting_for = 0
+  WHERE j.state = 'waiting' AND j.waiting_for <= x.n;
 
--- name: cancel_dependent
-UPDATE readpast_jobs SET finished_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED),
-    last_error = :error, state = 'cancelled'
-  WHERE id = :id AND state = 'waiting';
+-- name: count_down_counted
+UPDATE JSON_TABLE(:counts, '$[*]' COLUMNS (id BIGINT PATH '$[0]', n INT PATH '$[1]')) x
+  STRAIGHT_JOIN readpast_jobs j ON j.id = x.id
+  SET j.waiting_for = GREATEST(j.waiting_for - x.n, 0);
+
+-- name: pick_waiting_dependents
+-- Up to :limit waiting dependents of :sources (a JSON array of ids of jobs that ended dead or
+-- cancelled), each with the source it waited for. Unordered, as pick_unmet_edges.
+SELECT d.job_id, d.depends_on
+  FROM JSON_TABLE(:sources, '$[*]' COLUMNS (id BIGINT PATH '$')) s
+  STRAIGHT_JOIN readpast_dependencies d ON d.depends_on = s.id
+  STRAIGHT_JOIN readpast_jobs w ON w.id = d.job_id
+  WHERE d.met = 0 AND w.state = 'waiting'
+  LIMIT :limit;
+
+-- name: cancel_dependents
+-- :dependents, [job_id, depends_on] pairs from pick_waiting_dependents: each is cancelled,
+-- last_error naming the dependency and its state (as dependency_failed_error in
+-- core/dependencies.cpp words it). Marked notify themselves, they pass it down the chain in a
+-- later round.
+UPDATE JSON_TABLE(:dependents, '$[*]' COLUMNS (id BIGINT PATH '$[0]',
+                                               cause BIGINT PATH '$[1]')) x
+  STRAIGHT_JOIN readpast_jobs f ON f.id = x.cause
+  STRAIGHT_JOIN readpast_jobs w ON w.id = x.id
+  SET w.finished_at = CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED),
+      w.last_error = CONCAT('cancelled: dependency ', f.id, ' is ', f.state),
+      w.state = 'cancelled'
+  WHERE w.state = 'waiting';
+
+-- name: sources_done
+-- Of :sources (as pick_unmet_edges), those with no unmet edge left up to upto.
+SELECT s.depends_on
+  FROM JSON_TABLE(:sources, '$[*]' COLUMNS (depends_on BIGINT PATH '$[0]',
+                                            upto BIGINT PATH '$[1]')) s
+  WHERE NOT EXISTS (SELECT 1 FROM readpast_dependencies d
+                    WHERE d.depends_on = s.depends_on AND d.met = 0 AND d.job_id <= s.upto);
+
+-- name: failed_sources_done
+-- Of :sources (as pick_waiting_dependents), those with no waiting dependent left.
+SELECT s.id
+  FROM JSON_TABLE(:sources, '$[*]' COLUMNS (id BIGINT PATH '$')) s
+  WHERE NOT EXISTS (SELECT 1 FROM readpast_dependencies d
+                      JOIN readpast_jobs w ON w.id = d.job_id
+                    WHERE d.depends_on = s.id AND d.met = 0 AND w.state = 'waiting');
 
 -- name: told
-UPDATE readpast_jobs SET notify = 0 WHERE id = :id;
+-- :ids, a JSON array: finished jobs that have told every dependent.
+UPDATE JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) x
+  STRAIGHT_JOIN readpast_jobs j ON j.id = x.id
+  SET j.notify = 0;
 
 -- name: has_dependencies
 SELECT EXISTS (SELECT 1 FROM readpast_dependencies WHERE job_id = :id);
@@ -889,7 +942,8 @@ INSERT INTO readpast_groups (name, live) VALUES (:name, 1)
 SELECT id, live FROM readpast_groups WHERE name = :name FOR UPDATE;
 
 -- name: leave_group
-UPDATE readpast_groups SET live = GREATEST(live - 1, 0) WHERE name = :name;
+-- :members of the group finished (told in this round).
+UPDATE readpast_groups SET live = GREATEST(live - :members, 0) WHERE name = :name;
 
 -- name: release_group
 -- The group's last member has finished: the jobs waiting for it now are let go. (Assigned
@@ -904,8 +958,11 @@ UPDATE readpast_groups SET
 SELECT id, released_upto FROM readpast_groups WHERE release_flag = 1 ORDER BY id LIMIT :limit
   FOR UPDATE SKIP LOCKED;
 
--- name: group_released
-UPDATE readpast_groups SET release_pending = 0 WHERE id = :id;
+-- name: groups_released
+-- :ids, a JSON array: groups whose release has let every waiting job go.
+UPDATE JSON_TABLE(:ids, '$[*]' COLUMNS (id BIGINT PATH '$')) x
+  STRAIGHT_JOIN readpast_groups g ON g.id = x.id
+  SET g.release_pending = 0;
 
 -- name: job_group
 SELECT notify, group_name FROM readpast_jobs WHERE id = :id;
