@@ -85,9 +85,10 @@ run_fuzz_config() {
 # strict and asan are unity builds (CMAKE_UNITY_BUILD: each target's sources compiled a few
 # at a time as one unit, so the heavy headers are parsed and their templates instantiated
 # once per unit): measured on 2 cores, the strict build takes 169 s instead of ~330 and the
-# asan build 287 s instead of 476. tsan builds one file at a time, as a user's build does:
-# it compiles the library and the readpast command (everything scripts/demo.sh builds), so
-# a file that compiles only beside another (a missing #include) still fails CI.
+# asan build 287 s instead of 476. tsan builds the library and the readpast command one file
+# at a time, as a user's build does (everything scripts/demo.sh builds), so that a file that
+# compiles only beside another (a missing #include) still fails CI; its test programs are
+# unity builds (READPAST_UNITY_TESTS).
 unity=-DCMAKE_UNITY_BUILD=ON
 for config in $configs; do
   case "$config" in
@@ -104,7 +105,7 @@ for config in $configs; do
     # engines' own code runs under ASan in conformance.mariadb and conformance.postgres).
     # Together they were 2,300 of ASan's 3,250 test-seconds in CI's configuration.
     asan)   run_config asan "" "chaos|browser|multiprocess|rerun" "" "$unity" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-g1 -O1" -DREADPAST_SANITIZE=address,undefined ;;
-    tsan)   run_config tsan "cli|worker|server" "postgres|mariadb|chaos|browser" "readpast_cli readpast_cli_tests readpast_worker_tests readpast_server_tests readpast_serve_command_tests" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DREADPAST_SANITIZE=thread ;;
+    tsan)   run_config tsan "cli|worker|server" "postgres|mariadb|chaos|browser" "readpast_cli readpast_cli_tests readpast_worker_tests readpast_server_tests readpast_serve_command_tests" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DREADPAST_SANITIZE=thread -DREADPAST_UNITY_TESTS=ON ;;
     fuzz)   run_fuzz_config ;;
     *) echo "unknown configuration '$config' (strict, asan, tsan, fuzz)" >&2; exit 2 ;;
   esac
