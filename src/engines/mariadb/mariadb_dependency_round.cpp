@@ -96,10 +96,14 @@ Result<int> cancel_dependents(Connection& c, const std::vector<JobId>& failed, i
   auto picked = c.run<P>(c.params<P>().set(P::sources, ids_json(failed)).set(P::limit, budget));
   if (!picked) return fail_with(picked.error());
   if (picked->empty()) return 0;
-  JsonArray dependents;
+  // In id order, as the count-down's (a std::map): every statement of the round that locks
+  // dependents' rows locks them in one order.
+  std::map<JobId, JobId> cause_of;
   for (std::size_t r = 0; r < picked->size(); ++r) {
-    dependents.add(picked->int64(r, 0), picked->int64(r, 1));
+    cause_of.emplace(picked->int64(r, 0), picked->int64(r, 1));
   }
+  JsonArray dependents;
+  for (const auto& [dependent, cause] : cause_of) dependents.add(dependent, cause);
   using X = sql::cancel_dependents;
   if (auto ok = c.run<X>(c.params<X>().set(X::dependents, dependents.text())); !ok) {
     return fail_with(ok.error());
