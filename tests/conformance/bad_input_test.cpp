@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "conformance/queue_test.hpp"
+#include "support/engines.hpp"
 #include "support/temp_dir.hpp"
 
 namespace readpast::test {
@@ -314,16 +315,18 @@ TEST_P(QueueTest, RejectsAMalformedUrl) {
 }
 
 // The one place the suite knows an engine's URL form: to make a database without a schema
-// and to name a file that is not there. Other engines' fresh URLs already have no schema.
+// and to name a file that is not there. Other engines' fresh URLs (fresh_url, not the url()
+// of the test, which may have its schema already) have no schema.
 std::optional<std::string> sqlite_path(const std::string& url) {
   if (url.starts_with("sqlite:")) return url.substr(std::string_view("sqlite:").size());
   return std::nullopt;
 }
 
 TEST_P(QueueTest, OpeningAFreshDatabaseWithoutInitSchemaFails) {
-  auto opened = Queue::open(url());
+  const std::string fresh = engine_named(GetParam()).fresh_url();
+  auto opened = Queue::open(fresh);
   ASSERT_FALSE(opened.has_value()) << "opened a database that has no schema";
-  if (auto path = sqlite_path(url())) {
+  if (auto path = sqlite_path(fresh)) {
     // A SQLite file that does not exist is not created behind the user's back.
     EXPECT_EQ(opened.error().code, ErrorCode::kNotFound) << opened.error().message;
     EXPECT_FALSE(std::filesystem::exists(*path)) << "open created " << *path;
@@ -333,21 +336,22 @@ TEST_P(QueueTest, OpeningAFreshDatabaseWithoutInitSchemaFails) {
 }
 
 TEST_P(QueueTest, OpeningADatabaseWithoutTheSchemaIsASchemaError) {
-  if (auto path = sqlite_path(url())) {
+  const std::string fresh = engine_named(GetParam()).fresh_url();
+  if (auto path = sqlite_path(fresh)) {
     std::ofstream create(*path);  // an empty file is an empty SQLite database
   }
-  auto opened = Queue::open(url());
+  auto opened = Queue::open(fresh);
   ASSERT_FALSE(opened.has_value());
   EXPECT_EQ(opened.error().code, ErrorCode::kSchema) << opened.error().message;
   // init_schema then makes it usable.
   QueueOptions options;
   options.init_schema = true;
-  auto fixed = Queue::open(url(), options);
+  auto fixed = Queue::open(fresh, options);
   ASSERT_TRUE(fixed.has_value()) << fixed.error().message;
   auto id = fixed->enqueue(new_job("q"));
   EXPECT_TRUE(id.has_value());
   // And now a plain open works too.
-  EXPECT_TRUE(Queue::open(url()).has_value());
+  EXPECT_TRUE(Queue::open(fresh).has_value());
 }
 
 TEST_P(QueueTest, OpeningAMissingDatabaseFileIsNotFound) {

@@ -98,7 +98,8 @@ bool eventually(const std::function<bool()>& condition,
 }
 
 void QueueTest::SetUp() {
-  url_ = engine_named(GetParam()).fresh_url();
+  const EngineUnderTest& engine = engine_named(GetParam());
+  url_ = engine.fresh_url_with_schema ? engine.fresh_url_with_schema() : engine.fresh_url();
 }
 
 Queue& QueueTest::open(QueueOptions options) {

@@ -22,6 +22,9 @@ struct EngineUnderTest {
   // Returns the URL of a fresh database without a schema, distinct on every call, that
   // lives until the end of the test program.
   std::function<std::string()> fresh_url;
+  // The same, but with readpast's schema already in it, for suites that open every database
+  // with init_schema (the conformance suite). Empty: fresh_url, the schema made by the open.
+  std::function<std::string()> fresh_url_with_schema;
   // Writers do not serialise on one lock (a database server): the multi-process suites
   // run more processes and jobs.
   bool concurrent_writers = false;

