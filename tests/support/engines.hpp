@@ -22,8 +22,9 @@ struct EngineUnderTest {
   // Returns the URL of a fresh database without a schema, distinct on every call, that
   // lives until the end of the test program.
   std::function<std::string()> fresh_url;
-  // The same, but with readpast's schema already in it, for suites that open every database
-  // with init_schema (the conformance suite). Empty: fresh_url, the schema made by the open.
+  // The same, but with readpast's schema already in it, for suites that make the schema in
+  // every database first (the conformance suite's init_schema, the command line suite's
+  // `readpast init`). Empty: fresh_url, the schema made by the suite.
   std::function<std::string()> fresh_url_with_schema;
   // Writers do not serialise on one lock (a database server): the multi-process suites
   // run more processes and jobs.
