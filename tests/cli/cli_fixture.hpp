@@ -23,15 +23,10 @@ class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const char* engine = std::getenv("READPAST_CLI_ENGINE");
-    if (engine != nullptr && *engine != '\0') {
-      // With its schema when the engine has such databases ready (PostgreSQL's are copies of
-      // one migrated once): the init below then finds it there, as a second init does.
-      const EngineUnderTest& under_test = engine_named(engine);
-      db_ = under_test.fresh_url_with_schema ? under_test.fresh_url_with_schema()
-                                             : under_test.fresh_url();
-    } else {
-      db_ = "sqlite:" + dir_.file("jobs.db");
-    }
+    // On an engine under test, the schema may be there already (PostgreSQL's databases are
+    // copies of one migrated once): the init below then finds it, as a second init does.
+    db_ = engine != nullptr && *engine != '\0' ? engine_named(engine).fresh_url_to_init()
+                                               : "sqlite:" + dir_.file("jobs.db");
     auto r = rp({"init"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }

@@ -98,8 +98,7 @@ bool eventually(const std::function<bool()>& condition,
 }
 
 void QueueTest::SetUp() {
-  const EngineUnderTest& engine = engine_named(GetParam());
-  url_ = engine.fresh_url_with_schema ? engine.fresh_url_with_schema() : engine.fresh_url();
+  url_ = engine_named(GetParam()).fresh_url_to_init();
 }
 
 Queue& QueueTest::open(QueueOptions options) {

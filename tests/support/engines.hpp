@@ -22,10 +22,15 @@ struct EngineUnderTest {
   // Returns the URL of a fresh database without a schema, distinct on every call, that
   // lives until the end of the test program.
   std::function<std::string()> fresh_url;
-  // The same, but with readpast's schema already in it, for suites that make the schema in
-  // every database first (the conformance suite's init_schema, the command line suite's
-  // `readpast init`). Empty: fresh_url, the schema made by the suite.
+  // The same, but with readpast's schema already in it. Empty: the engine has no such
+  // databases ready. Suites take it through fresh_url_to_init().
   std::function<std::string()> fresh_url_with_schema;
+  // A fresh database for a suite that makes the schema in every database first (the
+  // conformance suite's init_schema, the command line suite's `readpast init`): with the
+  // schema already there where the engine has such databases, which that step then finds.
+  std::string fresh_url_to_init() const {
+    return fresh_url_with_schema ? fresh_url_with_schema() : fresh_url();
+  }
   // Writers do not serialise on one lock (a database server): the multi-process suites
   // run more processes and jobs.
   bool concurrent_writers = false;

@@ -176,25 +176,20 @@ std::string PostgresServer::url(const std::string& database, const std::string& 
   return "postgresql://" + user + "@127.0.0.1:" + std::to_string(port_) + "/" + database;
 }
 
+std::string PostgresServer::next_database_name() {
+  std::lock_guard lock(mu_);
+  return "readpast_" + std::to_string(next_database_++);
+}
+
 std::string PostgresServer::fresh_database_url() {
-  int n = 0;
-  {
-    std::lock_guard lock(mu_);
-    n = next_database_++;
-  }
-  const std::string name = "readpast_" + std::to_string(n);
+  const std::string name = next_database_name();
   execute("CREATE DATABASE " + name);
   return url(name);
 }
 
 std::string PostgresServer::fresh_database_url_from(
     const std::string& template_name, const std::function<void(const std::string& url)>& prepare) {
-  int n = 0;
-  {
-    std::lock_guard lock(mu_);
-    n = next_database_++;
-  }
-  const std::string name = "readpast_" + std::to_string(n);
+  const std::string name = next_database_name();
   // Held over the copy too: CREATE DATABASE ... TEMPLATE fails while another session is
   // connected to the template, and prepare's are closed only once it returned.
   std::lock_guard lock(template_mu_);

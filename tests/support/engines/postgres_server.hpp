@@ -18,8 +18,8 @@
 //   directory. A normal exit stops the server with pg_ctl first.
 //
 // Thread-safety: fresh_database_url(), fresh_database_url_from() and execute() may be called
-// from any thread; the
-// start/stop/restart calls are for one test's thread while no other thread uses them.
+// from any thread; the start/stop/restart calls are for one test's thread while no other
+// thread uses them.
 #pragma once
 
 #include <sys/types.h>
@@ -110,6 +110,9 @@ class PostgresServer {
   pid_t owner_pid_ = -1;  // the process that started the server (forked children do not stop it)
   int watchdog_fd_ = -1;  // write end of the watchdog's pipe; closing it releases it
   pid_t watchdog_pid_ = -1;
+
+  // readpast_1, readpast_2, ...: a name no database of this server has yet.
+  std::string next_database_name();
 
   std::mutex mu_;  // guards the database counter and execute()
   int next_database_ = 1;
