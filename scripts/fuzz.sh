@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-600}
 shift || true
 dir=${READPAST_FUZZ_BUILD:-build-fuzz}
-cmake -S tests/fuzz -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+cmake -S tests/fuzz -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++-16 >/dev/null
 cmake --build "$dir"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then

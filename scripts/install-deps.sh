@@ -29,7 +29,9 @@ if [ "$build_only" = 0 ]; then
     pgbouncer
     # The HTTP client of the server's API tests.
     libcpp-httplib-dev
-    clang clang-format clang-tidy libclang-rt-14-dev
+    clang-format
+    # The sanitizer and fuzz builds (scripts/test.sh): clang 16 and its sanitizer runtimes.
+    clang-16 libclang-rt-16-dev
     procps util-linux
     # Browser tests of the dashboard: Debian's Chromium, driven by playwright-core (npm).
     chromium fonts-dejavu-core

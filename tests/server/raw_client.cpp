@@ -11,8 +11,6 @@
 
 namespace readpast::test {
 
-using Clock = std::chrono::steady_clock;
-
 RawClient::RawClient(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return;
@@ -46,7 +44,7 @@ bool RawClient::readable(std::chrono::milliseconds wait) const {
 }
 
 std::optional<RawResponse> RawClient::response(std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     std::size_t end = received_.find("\r\n\r\n");
     if (end != std::string::npos) {
@@ -67,8 +65,8 @@ std::optional<RawResponse> RawClient::response(std::chrono::milliseconds timeout
         continue;
       }
     }
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0 || !readable(left)) return std::nullopt;
     char buffer[65536];
     ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
@@ -78,10 +76,10 @@ std::optional<RawResponse> RawClient::response(std::chrono::milliseconds timeout
 }
 
 bool RawClient::closed_within(std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0 || !readable(left)) return false;
     char buffer[65536];
     if (::recv(fd_, buffer, sizeof buffer, 0) <= 0) return true;
