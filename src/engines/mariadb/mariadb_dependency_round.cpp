@@ -3,36 +3,15 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dependencies.hpp"
+#include "engines/mariadb/mariadb_json_array.hpp"
 #include "engines/mariadb/mariadb_statements.hpp"
 
 namespace readpast::detail::mariadb {
 namespace {
-
-// A JSON array of numbers or of number pairs, the shape the round's statements read with
-// JSON_TABLE.
-class JsonArray {
- public:
-  void add(std::int64_t value) {
-    separate();
-    text_ += std::to_string(value);
-  }
-  void add(std::int64_t first, std::int64_t second) {
-    separate();
-    text_.append("[").append(std::to_string(first)).append(",");
-    text_.append(std::to_string(second)).append("]");
-  }
-  bool empty() const { return text_.size() == 1; }
-  std::string text() const { return text_ + "]"; }
-
- private:
-  void separate() {
-    if (!empty()) text_ += ',';
-  }
-  std::string text_ = "[";
-};
 
 // What a round tells of: a job that succeeded (upto: every dependent), or minus a group's id
 // (upto: the last job its release lets go).
@@ -43,14 +22,14 @@ struct Source {
 
 std::string sources_json(const std::vector<Source>& sources) {
   JsonArray json;
-  for (const Source& source : sources) json.add(source.depends_on, source.upto);
-  return json.text();
+  for (const Source& source : sources) json.pair(source.depends_on, source.upto);
+  return std::move(json).finish();
 }
 
 std::string ids_json(const std::vector<JobId>& ids) {
   JsonArray json;
-  for (JobId id : ids) json.add(id);
-  return json.text();
+  for (JobId id : ids) json.number(id);
+  return std::move(json).finish();
 }
 
 // Meets up to `budget` unmet edges of `sources` and counts their dependents down, the last
@@ -65,20 +44,20 @@ Result<int> meet_edges(Connection& c, const std::vector<Source>& sources, int bu
   JsonArray edges;
   std::map<JobId, int> met_per_dependent;
   for (std::size_t r = 0; r < picked->size(); ++r) {
-    edges.add(picked->int64(r, 0), picked->int64(r, 1));
+    edges.pair(picked->int64(r, 0), picked->int64(r, 1));
     ++met_per_dependent[picked->int64(r, 1)];
   }
   JsonArray counts;
-  for (const auto& [dependent, n] : met_per_dependent) counts.add(dependent, n);
+  for (const auto& [dependent, n] : met_per_dependent) counts.pair(dependent, n);
   using M = sql::meet_edges;
   using R = sql::release_counted;
   using D = sql::count_down_counted;
-  if (auto ok = c.run<M>(c.params<M>().set(M::edges, edges.text())); !ok) {
+  if (auto ok = c.run<M>(c.params<M>().set(M::edges, std::move(edges).finish())); !ok) {
     return fail_with(ok.error());
   }
   // Under the lock row no other transaction meets edges, so each picked edge was met here,
   // and each dependent counts down by its edges picked.
-  const std::string counted = counts.text();
+  const std::string counted = std::move(counts).finish();
   if (auto ok = c.run<R>(c.params<R>().set(R::counts, counted)); !ok) {
     return fail_with(ok.error());
   }
@@ -103,9 +82,9 @@ Result<int> cancel_dependents(Connection& c, const std::vector<JobId>& failed, i
     cause_of.emplace(picked->int64(r, 0), picked->int64(r, 1));
   }
   JsonArray dependents;
-  for (const auto& [dependent, cause] : cause_of) dependents.add(dependent, cause);
+  for (const auto& [dependent, cause] : cause_of) dependents.pair(dependent, cause);
   using X = sql::cancel_dependents;
-  if (auto ok = c.run<X>(c.params<X>().set(X::dependents, dependents.text())); !ok) {
+  if (auto ok = c.run<X>(c.params<X>().set(X::dependents, std::move(dependents).finish())); !ok) {
     return fail_with(ok.error());
   }
   return static_cast<int>(picked->size());

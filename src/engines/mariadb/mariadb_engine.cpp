@@ -31,21 +31,15 @@
 #include "engines/engine_registry.hpp"
 #include "engines/mariadb/mariadb_connection.hpp"
 #include "engines/mariadb/mariadb_dependency_round.hpp"
+#include "engines/mariadb/mariadb_json_array.hpp"
 #include "engines/mariadb/mariadb_statements.hpp"
 #include "readpast/time.hpp"
 
 namespace readpast::detail {
 namespace {
 
-// Appends [id, "token"] to a JSON array being written (after a ',' unless it is the first):
-// the shape lease_take_many and the *_many settles read with JSON_TABLE.
-void append_lease_pair(std::string& json, JobId id, const LeaseToken& token) {
-  if (json.size() > 1) json += ',';
-  // Appended piece by piece: GCC 12 at -O3 warns falsely (-Wrestrict) on "[" + std::string.
-  json.append("[").append(std::to_string(id)).append(",\"").append(token.hex()).append("\"]");
-}
-
 using mariadb::Connection;
+using mariadb::JsonArray;
 using mariadb::Params;
 using mariadb::Rows;
 using mariadb::Settings;
@@ -371,26 +365,18 @@ class MariadbEngine final : public Engine {
     // [queue, priority, max_attempts, run_at or null, delay, payload hex] per job. Queue names
     // are validated ([A-Za-z0-9][A-Za-z0-9_.-]*) before they reach an engine: nothing in them
     // needs escaping in a JSON string.
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string json = "[";
+    JsonArray json;
     for (const NewJob& job : jobs) {
-      if (json.size() > 1) json += ',';
-      json += "[\"" + job.queue + "\"," + std::to_string(job.priority) + "," +
-              std::to_string(job.max_attempts) + ",";
+      json.open().plain_string(job.queue).number(job.priority).number(job.max_attempts);
       if (job.run_at && !job.delay) {
-        json += std::to_string(to_micros(*job.run_at)) + ",0,\"";
+        json.number(to_micros(*job.run_at)).number(0);
       } else {
-        json += "null," + std::to_string(job.delay ? micros(*job.delay) : 0) + ",\"";
+        json.null().number(job.delay ? micros(*job.delay) : 0);
       }
-      for (unsigned char byte : job.payload) {
-        json += kHex[byte >> 4];
-        json += kHex[byte & 0x0f];
-      }
-      json += "\"]";
+      json.hex_string(job.payload).close();
     }
-    json += ']';
     using Q = sql::insert_jobs;
-    auto rows = c.run<Q>(c.params<Q>().set(Q::jobs, json));
+    auto rows = c.run<Q>(c.params<Q>().set(Q::jobs, std::move(json).finish()));
     if (!rows) return fail_with(rows.error());
     if (rows->size() != jobs.size()) {
       return fail_with(Error::internal("enqueue: the INSERT returned " +
@@ -475,15 +461,13 @@ class MariadbEngine final : public Engine {
       }
       if (limits.rate && !out.jobs.empty()) {
         // The oldest slots take this lease's time (docs/workflows.md: why that is exact).
-        std::string slots = "[";
-        for (std::size_t i = 0; i < out.jobs.size(); ++i) {
-          if (i > 0) slots += ',';
-          slots += std::to_string(free_slots[i]);
-        }
-        slots += ']';
+        JsonArray slots;
+        for (std::size_t i = 0; i < out.jobs.size(); ++i) slots.number(free_slots[i]);
         using T = sql::stamp_rate_slots;
-        auto stamped = c.run<T>(
-            c.params<T>().set(T::slots, slots).set(T::queue, request.queue).set(T::now, now));
+        auto stamped = c.run<T>(c.params<T>()
+                                    .set(T::slots, std::move(slots).finish())
+                                    .set(T::queue, request.queue)
+                                    .set(T::now, now));
         if (!stamped) return fail_with(stamped.error());
       }
       if (allowance.binding && std::ssize(out.jobs) == allowance.jobs) {
@@ -556,7 +540,7 @@ class MariadbEngine final : public Engine {
       const Rows* rows = &selected;
       std::vector<Job> leased;
       leased.reserve(rows->size());
-      std::string leases = "[";  // [[id, "token"], ...] for lease_take_many
+      JsonArray leases;  // [[id, "token"], ...] for lease_take_many
       std::int64_t now = 0;
       for (std::size_t r = 0; r < rows->size(); ++r) {
         Job job = read_job(*rows, r);
@@ -567,10 +551,9 @@ class MariadbEngine final : public Engine {
         job.leased_by = request.worker_id;
         job.lease_expires_at = to_time(now + micros(request.lease_duration));
         job.started_at = to_time(now);
-        append_lease_pair(leases, job.id, *job.lease_token);
+        leases.lease(job.id, *job.lease_token);
         leased.push_back(std::move(job));
       }
-      leases += ']';
       if (leased.size() == 1) {
         using U = sql::lease_take;
         const Job& job = leased.front();
@@ -584,7 +567,7 @@ class MariadbEngine final : public Engine {
       } else if (leased.size() > 1) {
         using U = sql::lease_take_many;
         auto taken = c.run<U>(c.params<U>()
-                                  .set(U::leases, leases)
+                                  .set(U::leases, std::move(leases).finish())
                                   .set_bytes(U::worker_id, request.worker_id)
                                   .set(U::started_at, now)
                                   .set(U::lease_duration, micros(request.lease_duration)));
@@ -732,12 +715,9 @@ class MariadbEngine final : public Engine {
         auto rows = c.run<Q>(c.params<Q>().set(Q::queue, queue).set(Q::limit, kRescueBatch));
         if (!rows) return fail_with(rows.error());
         if (rows->empty()) return std::string();
-        std::string json = "[";
-        for (std::size_t r = 0; r < rows->size(); ++r) {
-          if (r > 0) json += ',';
-          json += rows->text(r, 0);
-        }
-        return json + "]";
+        JsonArray json;
+        for (std::size_t r = 0; r < rows->size(); ++r) json.number(rows->int64(r, 0));
+        return std::move(json).finish();
       });
       if (!ids) return fail_with(ids.error());
       if (ids->empty()) return total;
@@ -748,12 +728,9 @@ class MariadbEngine final : public Engine {
         auto locked = c.run<L>(c.params<L>().set(L::ids, *ids));
         if (!locked) return fail_with(locked.error());
         if (locked->empty()) return std::int64_t{0};
-        std::string held = "[";
-        for (std::size_t r = 0; r < locked->size(); ++r) {
-          if (r > 0) held += ',';
-          held += locked->text(r, 0);
-        }
-        held += ']';
+        JsonArray locked_ids;
+        for (std::size_t r = 0; r < locked->size(); ++r) locked_ids.number(locked->int64(r, 0));
+        const std::string held = std::move(locked_ids).finish();
         using E = sql::record_rescued_errors;
         if (auto ok = c.run<E>(c.params<E>().set(E::ids, held)); !ok) {
           return fail_with(ok.error());
@@ -1321,9 +1298,9 @@ class MariadbEngine final : public Engine {
   }
 
   Result<std::vector<bool>> held(std::span<const LeasedRef> refs) override {
-    std::string json = "[";
-    for (const LeasedRef& ref : refs) append_lease_pair(json, ref.id, ref.token);
-    json += ']';
+    JsonArray leases;
+    for (const LeasedRef& ref : refs) leases.lease(ref.id, ref.token);
+    const std::string json = std::move(leases).finish();
     return with_connection<std::vector<bool>>(
         true, [&](Connection& c) -> Result<std::vector<bool>> {
           using Q = sql::held_many;
@@ -1525,9 +1502,9 @@ class MariadbEngine final : public Engine {
       // Every ref in one statement, kept only when every ref matched (the usual case: 3 round
       // trips for the batch instead of one per job). Otherwise rolled back and settled one by
       // one below, which tells the refused refs apart.
-      std::string json = "[";
-      for (const LeasedRef& ref : refs) append_lease_pair(json, ref.id, ref.token);
-      json += ']';
+      JsonArray leases;
+      for (const LeasedRef& ref : refs) leases.lease(ref.id, ref.token);
+      const std::string json = std::move(leases).finish();
       auto all = write<bool>([&](Connection& c) -> Result<bool> {
         auto p = c.params<Many>();
         p.set(Many::refs, json);
