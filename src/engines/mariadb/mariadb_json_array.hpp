@@ -63,8 +63,6 @@ class JsonArray {
     return open().number(id).plain_string(token.hex()).close();
   }
 
-  // No element yet.
-  bool empty() const { return text_.size() == 1; }
   // The array, closed; the builder is spent.
   std::string finish() && {
     text_ += ']';
