@@ -88,10 +88,10 @@ run_fuzz_config() {
 # strict and asan are unity builds (CMAKE_UNITY_BUILD: each target's sources compiled a few
 # at a time as one unit, so the heavy headers are parsed and their templates instantiated
 # once per unit): measured on 2 cores, the strict build takes 169 s instead of ~330 and the
-# asan build (with GCC, then) 287 s instead of 476. tsan builds the library and the readpast command one file
-# at a time, as a user's build does (everything scripts/demo.sh builds), so that a file that
-# compiles only beside another (a missing #include) still fails CI; its test programs are
-# unity builds (READPAST_UNITY_TESTS).
+# asan build (with GCC, then) 287 s instead of 476. tsan builds the library and the readpast
+# command one file at a time, as a user's build does (everything scripts/demo.sh builds), so
+# that a file that compiles only beside another (a missing #include) still fails CI; its test
+# programs are unity builds (READPAST_UNITY_TESTS).
 #
 # The sanitizer builds use clang 16, measured on 2 cores: the ASan + UBSan build took 196 s at
 # -O0, 459 s at -O1, and 673 s with GCC at -O1 (GCC's UBSan alone doubled its time); its tests
