@@ -5,7 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh --build-only
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DREADPAST_BUILD_TESTS=OFF >/dev/null
+# A unity build (a few files compiled as one unit): about half the time of one file at a time.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON \
+  -DREADPAST_BUILD_TESTS=OFF >/dev/null
 cmake --build build --target readpast_cli
 
 readpast=build/src/cli/readpast
