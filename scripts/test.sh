@@ -104,7 +104,7 @@ strict_only="chaos|browser|multiprocess|rerun|bench|build"
 for config in $configs; do
   case "$config" in
     # Optimised (-O1: the warnings that need the optimiser's flow analysis run from -O1 on;
-    # -O2 made the two largest units measured 8% and 26% slower to compile) but without
+    # at -O2 the two largest units measured took 8% and 36% longer to compile) but without
     # debug info, and the sanitizer builds with line tables only (enough for their reports):
     # full debug info was a large part of CI's build time. The release build's own warnings
     # at -O3 have their test (tests/release).
