@@ -92,8 +92,8 @@ void harness_enqueue(const HarnessEnv& env, const Target& target, Reporter& repo
         {"options", "Queue::enqueue_batch(" + std::to_string(env.enqueue_batch) +
                         " jobs) awaited one batch at a time; table stats: empty"}});
   // (a3) statistics that describe a table of N jobs: ANALYZE with them present, then delete.
-  admin.exec("ANALYZE readpast.jobs");
-  admin.exec("DELETE FROM readpast.jobs");
+  admin.exec("ANALYZE readpast.live");
+  admin.exec("DELETE FROM readpast.live");
   admin.exec("CHECKPOINT");
   single("enqueue_single_warmstats", "table stats: " + std::to_string(env.n) +
                                          " rows (ANALYZE with them present, then deleted)");

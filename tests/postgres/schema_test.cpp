@@ -1,6 +1,7 @@
 // The schema: `init` creates it (concurrently safe, idempotent), in the PostgreSQL schema
 // the URL names (?schema=), and refuses versions it does not know. Plus PostgreSQL details
 // of the engine: text it records is made valid UTF-8.
+#include <algorithm>
 #include <future>
 
 #include "engines/postgres/postgres_sql.hpp"
@@ -265,17 +266,26 @@ TEST_F(SchemaTest, TheStorageSettingsAreInPlace) {
   options.init_schema = true;
   must(Queue::open(url_, options));
   SqlConnection db(url_);
-  const std::string reloptions = db.scalar(
-      "SELECT array_to_string(reloptions, ',') FROM pg_class "
-      "WHERE oid = 'readpast.jobs'::regclass");
-  EXPECT_NE(reloptions.find("fillfactor=80"), std::string::npos) << reloptions;
-  EXPECT_NE(reloptions.find("autovacuum_vacuum_scale_factor=0.01"), std::string::npos)
-      << reloptions;
-  // The primary key, lease, due, expiry, unique key and finished indexes, and since migration 9
-  // the three of dependencies and groups (notify, group, waiting).
+  // Both tables behind the jobs view (migration 10): live took the table's settings, and
+  // done kept them with its rows.
+  for (const char* table : {"readpast.live", "readpast.done"}) {
+    const std::string reloptions =
+        db.scalar(std::string("SELECT array_to_string(reloptions, ',') FROM pg_class "
+                              "WHERE oid = '") +
+                  table + "'::regclass");
+    EXPECT_NE(reloptions.find("fillfactor=80"), std::string::npos) << table << ": " << reloptions;
+    EXPECT_NE(reloptions.find("autovacuum_vacuum_scale_factor=0.01"), std::string::npos)
+        << table << ": " << reloptions;
+  }
+  // live: the primary key, lease, due, expiry, unique key, waiting and group indexes; done:
+  // the primary key, finished, notify and group indexes.
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_indexes WHERE schemaname = 'readpast' "
-                      "AND tablename = 'jobs'"),
-            "9");
+                      "AND tablename = 'live'"),
+            "7");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_indexes WHERE schemaname = 'readpast' "
+                      "AND tablename = 'done'"),
+            "4");
+  EXPECT_EQ(db.scalar("SELECT relkind FROM pg_class WHERE oid = 'readpast.jobs'::regclass"), "v");
 }
 
 class EngineDetailsTest : public PostgresTest {};
@@ -356,6 +366,176 @@ TEST_F(SchemaTest, JobsInFlightSurviveTheUpgradeToDependencies) {
   must(queue.complete(leased[0].id, *leased[0].lease_token));
   must(queue.resolve_dependencies());
   EXPECT_EQ(must(queue.get(waiting)).state, JobState::kAvailable);
+}
+
+// Migration 10 (finished jobs in done, jobs a view) upgrades a schema-9 database with jobs in
+// every state: each keeps its state, times, token and error history; a lease taken before the
+// upgrade is settled after it with its token; ids go on from the same counter; a held unique
+// key stays held; a waiting job is released by its dependency's success.
+TEST_F(SchemaTest, JobsInEveryStateSurviveTheUpgradeToTheFinishedJobsTable) {
+  constexpr int kBeforeFinishedTable = 9;
+  const auto schema = must(detail::pg::SchemaName::parse("readpast"));
+  const detail::pg::Sql statements(schema);
+  const std::string token1 = "00000000000000000000000000000001";
+  const std::string token2 = "00000000000000000000000000000002";
+  {
+    SqlConnection db(url_);
+    db.script(statements.create_schema.sql);
+    for (int m = 0; m < kBeforeFinishedTable; ++m) {
+      db.script(statements.migrations[static_cast<std::size_t>(m)]);
+      db.exec("INSERT INTO readpast.schema_version (version) VALUES (" + std::to_string(m + 1) +
+              ")");
+    }
+    const std::string running =
+        "INSERT INTO readpast.jobs (queue, payload, state, attempts, max_attempts, lease_token, "
+        "leased_by, lease_expires_at, started_at, last_error) VALUES ('q', '%s', 'running', 1, "
+        "%s, '%s', 'w', now() + interval '1 hour', now(), %s)";
+    auto format = [](std::string text, std::initializer_list<std::string> values) {
+      for (const auto& v : values) text.replace(text.find("%s"), 2, v);
+      return text;
+    };
+    db.exec("INSERT INTO readpast.jobs (queue, payload) VALUES ('q', 'due')");  // 1
+    db.exec(
+        "INSERT INTO readpast.jobs (queue, payload, run_at) "
+        "VALUES ('q', 'later', now() + interval '1 hour')");                   // 2
+    db.exec(format(running, {"running", "3", token1, "'first try failed'"}));  // 3
+    db.exec(
+        "INSERT INTO readpast.job_errors (job_id, attempt, at, error) "
+        "VALUES (3, 1, now(), 'first try failed')");
+    db.exec("SELECT readpast.enqueue_after(ARRAY[3]::bigint[], 'q', 'waits')");  // 4
+    db.exec(
+        "INSERT INTO readpast.jobs (queue, payload, state, attempts, finished_at) "
+        "VALUES ('q', 'ok', 'succeeded', 1, now())");  // 5
+    db.exec(
+        "INSERT INTO readpast.jobs (queue, payload, state, attempts, finished_at, "
+        "last_error) VALUES ('q', 'died', 'dead', 1, now(), 'boom')");  // 6
+    db.exec(
+        "INSERT INTO readpast.job_errors (job_id, attempt, at, error) "
+        "VALUES (6, 1, now(), 'boom')");
+    db.exec(
+        "INSERT INTO readpast.jobs (queue, payload, state, finished_at) "
+        "VALUES ('q', 'stopped', 'cancelled', now())");  // 7
+    db.exec(
+        "INSERT INTO readpast.jobs (queue, payload, unique_key) "
+        "VALUES ('q', 'held', 'k')");                             // 8
+    db.exec(format(running, {"last try", "1", token2, "NULL"}));  // 9
+  }
+  QueueOptions options;
+  options.init_schema = true;
+  Queue queue = must(Queue::open(url_, options));
+  EXPECT_EQ(must(queue.init()), detail::pg::kSchemaVersion);
+
+  SqlConnection db(url_);
+  EXPECT_EQ(db.scalar("SELECT relkind FROM pg_class WHERE oid = 'readpast.jobs'::regclass"), "v");
+  EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM readpast.live"),
+            "1,2,3,4,8,9");
+  EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM readpast.done"), "5,6,7");
+  const JobState expected[] = {JobState::kAvailable, JobState::kAvailable, JobState::kRunning,
+                               JobState::kWaiting,   JobState::kSucceeded, JobState::kDead,
+                               JobState::kCancelled, JobState::kAvailable, JobState::kRunning};
+  for (JobId id = 1; id <= 9; ++id) {
+    EXPECT_EQ(must(queue.get(id)).state, expected[id - 1]) << "job " << id;
+  }
+  EXPECT_EQ(must(queue.get(3)).leased_by, "w");
+  ASSERT_EQ(must(queue.get(6)).errors.size(), 1u);
+
+  // Ids go on from the same counter; the held key stays held.
+  EXPECT_EQ(must(queue.enqueue(job("q", "new"))).id, 10);
+  NewJob same_key = job("q");
+  same_key.unique_key = "k";
+  EXPECT_EQ(must(queue.enqueue(same_key)).id, 8) << "the held key was lost";
+
+  // The leases taken before the upgrade settle with their tokens; the history goes with job 3
+  // into done, and job 9 dies with its attempt recorded.
+  must(queue.complete(3, must(LeaseToken::from_hex(token1))));
+  EXPECT_EQ(must(queue.get(3)).state, JobState::kSucceeded);
+  EXPECT_EQ(must(queue.get(3)).errors.size(), 1u) << "the move to done lost the history";
+  EXPECT_EQ(must(queue.fail(9, must(LeaseToken::from_hex(token2)), "gone")), FailOutcome::kDead);
+  EXPECT_EQ(must(queue.get(9)).errors.size(), 1u);
+  must(queue.resolve_dependencies());
+  EXPECT_EQ(must(queue.get(4)).state, JobState::kAvailable);
+
+  auto leased = must(queue.lease({.queue = "q", .worker_id = "w", .max_jobs = 10}));
+  std::vector<JobId> ids;
+  for (const Job& j : leased) ids.push_back(j.id);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<JobId>{1, 4, 8, 10}));
+}
+
+// The upgrade to schema 10 waits at most 5 s for its lock on the jobs table: a long
+// transaction that holds the table makes init fail, naming that session, instead of queueing
+// behind it with every worker queued behind the upgrade; nothing has changed, and init
+// succeeds once the transaction ends.
+TEST_F(SchemaTest, TheUpgradeToTheFinishedJobsTableGivesUpOnALongTransactionAndSaysWhich) {
+  const auto schema = must(detail::pg::SchemaName::parse("readpast"));
+  const detail::pg::Sql statements(schema);
+  SqlConnection holder(url_);
+  holder.script(statements.create_schema.sql);
+  for (int m = 0; m < 9; ++m) {
+    holder.script(statements.migrations[static_cast<std::size_t>(m)]);
+    holder.exec("INSERT INTO readpast.schema_version (version) VALUES (" + std::to_string(m + 1) +
+                ")");
+  }
+  holder.exec("INSERT INTO readpast.jobs (queue) VALUES ('q')");
+  const std::string pid = holder.scalar("SELECT pg_backend_pid()");
+  holder.exec("BEGIN");
+  holder.exec("SELECT count(*) FROM readpast.jobs");  // ACCESS SHARE until the transaction ends
+
+  QueueOptions options;
+  options.init_schema = true;
+  const auto started = std::chrono::steady_clock::now();
+  auto refused = Queue::open(url_, options);
+  const auto waited = std::chrono::steady_clock::now() - started;
+  ASSERT_FALSE(refused) << "the upgrade went ahead under another session's lock";
+  EXPECT_NE(refused.error().message.find("could not lock"), std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find("pid " + pid), std::string::npos)
+      << refused.error().message;
+  EXPECT_LT(waited, std::chrono::seconds(30));
+  EXPECT_EQ(holder.scalar("SELECT max(version) FROM readpast.schema_version"), "9");
+  EXPECT_EQ(holder.scalar("SELECT relkind FROM pg_class WHERE oid = 'readpast.jobs'::regclass"),
+            "r");
+
+  holder.exec("ROLLBACK");
+  Queue queue = must(Queue::open(url_, options));
+  EXPECT_EQ(must(queue.init()), detail::pg::kSchemaVersion);
+  EXPECT_EQ(must(queue.get(1)).state, JobState::kAvailable);
+}
+
+// The jobs view takes plain INSERT, UPDATE and DELETE as the table did (docs/sql.md): each
+// acts on the table that holds the job, an UPDATE across live and finished states moves it,
+// and a job's error history goes only when the job is gone from both tables.
+TEST_F(SchemaTest, TheJobsViewTakesInsertUpdateAndDeleteLikeATable) {
+  QueueOptions options;
+  options.init_schema = true;
+  Queue queue = must(Queue::open(url_, options));
+  SqlConnection db(url_);
+  const std::string live =
+      db.scalar("INSERT INTO readpast.jobs (queue, payload) VALUES ('q', 'x') RETURNING id");
+  const std::string done = db.scalar(
+      "INSERT INTO readpast.jobs (queue, state, finished_at, last_error) "
+      "VALUES ('q', 'dead', now(), 'by hand') RETURNING id");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.live WHERE id = $1", {live}), "1");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.done WHERE id = $1", {done}), "1");
+  EXPECT_EQ(must(queue.get(std::stoll(done))).state, JobState::kDead);
+  db.exec("INSERT INTO readpast.job_errors (job_id, attempt, at, error) VALUES (" + done +
+          ", 1, now(), 'by hand')");
+
+  // In place, then across: the dead job back to available, the available one to cancelled.
+  EXPECT_EQ(
+      db.scalar("UPDATE readpast.jobs SET priority = 7 WHERE id = $1 RETURNING priority", {live}),
+      "7");
+  db.exec("UPDATE readpast.jobs SET state = 'available', finished_at = NULL WHERE id = " + done);
+  db.exec("UPDATE readpast.jobs SET state = 'cancelled', finished_at = now() WHERE id = " + live);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.live WHERE id = $1", {done}), "1");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.done WHERE id = $1", {live}), "1");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.job_errors WHERE job_id = $1", {done}), "1")
+      << "a move lost the error history";
+  EXPECT_THROW(db.exec("UPDATE readpast.jobs SET id = 0 WHERE id = " + live), std::runtime_error);
+
+  db.exec("DELETE FROM readpast.jobs WHERE id IN (" + live + ", " + done + ")");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.jobs"), "0");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.job_errors"), "0");
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ SELECT max(version) FROM :"schema".schema_version;
 -- identity column draws its ids in that order, so the ids that come back, sorted, are the
 -- inputs' ids in order (see pg_jobs.cpp). (For one job, the general statement below cost
 -- 45 µs more server time per call: 6,830 against 9,814 calls/s on one connection.)
-INSERT INTO :"schema".jobs (queue, payload, priority, run_at, max_attempts)
+INSERT INTO :"schema".live (queue, payload, priority, run_at, max_attempts)
 VALUES (:queue::text, :payload::bytea, :priority::integer,
         coalesce(:run_at::timestamptz,
                  statement_timestamp() + coalesce(:delay_us::bigint, 0) * interval '1 microsecond'),
@@ -62,7 +62,7 @@ VALUES (:queue::text, :payload::bytea, :priority::integer,
 RETURNING id;
 
 -- name: enqueue_many
-INSERT INTO :"schema".jobs (queue, payload, priority, run_at, max_attempts)
+INSERT INTO :"schema".live (queue, payload, priority, run_at, max_attempts)
 SELECT t.queue, t.payload, t.priority,
        coalesce(t.run_at,
                 statement_timestamp() + coalesce(t.delay_us, 0) * interval '1 microsecond'),
@@ -79,7 +79,7 @@ RETURNING id;
 -- and max_attempts: what a producer sends most), as one array and five scalars. Measured
 -- against enqueue_many with the same jobs: the server unnests one array instead of six
 -- and the client encodes one (readpast_bench, docs/benchmarks.md run 7).
-INSERT INTO :"schema".jobs (queue, payload, priority, run_at, max_attempts)
+INSERT INTO :"schema".live (queue, payload, priority, run_at, max_attempts)
 SELECT :queue::text, t.payload, :priority::integer,
        coalesce(:run_at::timestamptz,
                 statement_timestamp() + coalesce(:delay_us::bigint, 0) * interval '1 microsecond'),
@@ -106,7 +106,7 @@ WITH input AS (
                             unique_key, ord)
   ORDER BY t.ord
 ), inserted AS (
-  INSERT INTO :"schema".jobs AS j (id, queue, payload, priority, run_at, max_attempts, unique_key)
+  INSERT INTO :"schema".live AS j (id, queue, payload, priority, run_at, max_attempts, unique_key)
   OVERRIDING SYSTEM VALUE
   SELECT i.new_id, i.queue, i.payload, i.priority,
          coalesce(i.run_at,
@@ -128,7 +128,7 @@ LEFT JOIN LATERAL (
   LIMIT 1
 ) batch_holder ON true
 LEFT JOIN LATERAL (
-  SELECT h.id FROM :"schema".jobs h
+  SELECT h.id FROM :"schema".live h
   WHERE ins.id IS NULL AND h.queue = i.queue AND h.unique_key = i.unique_key
     AND h.state IN ('available', 'running', 'waiting')
   LIMIT 1
@@ -175,9 +175,9 @@ ORDER BY i.ord;
 -- params: queue, worker, lease_us, tokens, max_jobs
 WITH picked AS (
   SELECT p.id, row_number() OVER () AS n FROM (
-    SELECT j.id FROM :"schema".jobs j
+    SELECT j.id FROM :"schema".live j
     WHERE j.queue = :queue::text AND j.state = 'available' AND j.run_at <= statement_timestamp()
-      AND (SELECT min(d.run_at) FROM :"schema".jobs d
+      AND (SELECT min(d.run_at) FROM :"schema".live d
            WHERE d.queue = :queue::text AND d.state = 'available') <= statement_timestamp()
       AND NOT EXISTS (SELECT 1 FROM :"schema".queues q
                       WHERE q.name = :queue::text AND (q.paused_at IS NOT NULL
@@ -187,7 +187,7 @@ WITH picked AS (
     FOR UPDATE SKIP LOCKED
   ) p
 )
-UPDATE :"schema".jobs j
+UPDATE :"schema".live j
 SET state = 'running',
     attempts = j.attempts + 1,
     lease_token = (:tokens::uuid[])[picked.n::integer],
@@ -206,17 +206,27 @@ RETURNING j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attemp
 -- under the given token. This is what makes a re-sent complete or fail (after a dropped
 -- connection left its outcome unknown) safe: the first one that committed ended the lease,
 -- so the re-sent one matches no row and reports the lease lost; it can neither complete
--- the job twice nor touch a later attempt that another worker holds.
-UPDATE :"schema".jobs j
-SET state = 'succeeded', finished_at = statement_timestamp(), lease_expires_at = NULL
-FROM unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
-WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
-RETURNING j.id, r.token;
+-- the job twice nor touch a later attempt that another worker holds. A job that is kept
+-- moves from live to done in the one statement (migration 10).
+WITH ended AS (
+  DELETE FROM :"schema".live j
+  USING unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
+  WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
+  RETURNING j.*, r.token AS settled_token
+), kept AS (
+  INSERT INTO :"schema".done
+  SELECT e.id, e.queue, 'succeeded', e.priority, e.run_at, e.attempts, e.max_attempts,
+         e.lease_token, e.leased_by, NULL, e.enqueued_at, e.started_at,
+         statement_timestamp(), e.unique_key, e.last_error, e.payload, e.progress,
+         e.waiting_for, e.notify, e.delay_us, e.group_name
+  FROM ended e
+)
+SELECT e.id, e.settled_token FROM ended e;
 
 -- name: complete_delete
 -- A job with dependents to tell (notify) is not deleted: the engine completes it with
 -- `complete` instead, and retention deletes it once resolve_dependencies has told them.
-DELETE FROM :"schema".jobs j
+DELETE FROM :"schema".live j
 USING unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
 WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token AND j.notify IS NOT TRUE
 RETURNING j.id, r.token;
@@ -224,27 +234,46 @@ RETURNING j.id, r.token;
 -- name: fail
 -- A dead job keeps its run_at; a retried one gets now + retry_after, or the backoff of the
 -- attempt that just failed (j.attempts, read under the fence). no_retry sends it to dead
--- whatever attempts it has left. The same statement records each failed attempt in the
--- error history (job_errors).
-WITH failed AS (
-UPDATE :"schema".jobs j
-SET state = CASE WHEN j.attempts >= j.max_attempts OR r.no_retry THEN 'dead' ELSE 'available' END,
-    finished_at = CASE WHEN j.attempts >= j.max_attempts OR r.no_retry
-                       THEN statement_timestamp() END,
-    run_at = CASE WHEN j.attempts >= j.max_attempts OR r.no_retry THEN j.run_at
-                  ELSE statement_timestamp()
-                       + coalesce(r.retry_after_us * interval '1 microsecond',
-                                  :"schema".backoff_delay(j.attempts, r.base_us, r.cap_us,
-                                                           r.factor))
-             END,
-    last_error = r.error,
-    lease_expires_at = NULL
-FROM unnest(:ids::bigint[], :tokens::uuid[], :errors::text[], :retry_after_us::bigint[],
-            :base_us::bigint[], :cap_us::bigint[],
-            :factors::double precision[], :no_retry::boolean[])
-     AS r(id, token, error, retry_after_us, base_us, cap_us, factor, no_retry)
-WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
-RETURNING j.id, r.token, j.state, j.attempts, j.leased_by, j.last_error
+-- whatever attempts it has left. A retried job is updated where it is; a dead one moves from
+-- live to done. The same statement records each failed attempt in the error history
+-- (job_errors). `input` locks the rows first, so that retried and died decide on what they
+-- lock, and each row is written by one of them only.
+WITH input AS (
+  SELECT r.*, j.attempts >= j.max_attempts OR r.no_retry AS dies
+  FROM :"schema".live j
+  JOIN unnest(:ids::bigint[], :tokens::uuid[], :errors::text[], :retry_after_us::bigint[],
+              :base_us::bigint[], :cap_us::bigint[],
+              :factors::double precision[], :no_retry::boolean[])
+       AS r(id, token, error, retry_after_us, base_us, cap_us, factor, no_retry)
+    ON j.id = r.id
+  WHERE j.state = 'running' AND j.lease_token = r.token
+  FOR UPDATE OF j
+), retried AS (
+  UPDATE :"schema".live j
+  SET state = 'available',
+      run_at = statement_timestamp()
+               + coalesce(r.retry_after_us * interval '1 microsecond',
+                          :"schema".backoff_delay(j.attempts, r.base_us, r.cap_us, r.factor)),
+      last_error = r.error,
+      lease_expires_at = NULL
+  FROM input r
+  WHERE j.id = r.id AND NOT r.dies AND j.state = 'running' AND j.lease_token = r.token
+  RETURNING j.id, r.token, j.state, j.attempts, j.leased_by, j.last_error
+), died AS (
+  DELETE FROM :"schema".live j USING input r
+  WHERE j.id = r.id AND r.dies AND j.state = 'running' AND j.lease_token = r.token
+  RETURNING j.*, r.token AS settled_token, r.error
+), buried AS (
+  INSERT INTO :"schema".done
+  SELECT d.id, d.queue, 'dead', d.priority, d.run_at, d.attempts, d.max_attempts,
+         d.lease_token, d.leased_by, NULL, d.enqueued_at, d.started_at,
+         statement_timestamp(), d.unique_key, d.error, d.payload, d.progress, d.waiting_for,
+         d.notify, d.delay_us, d.group_name
+  FROM died d
+), failed AS (
+  SELECT * FROM retried
+  UNION ALL
+  SELECT d.id, d.settled_token, 'dead', d.attempts, d.leased_by, d.error FROM died d
 ), recorded AS (
   INSERT INTO :"schema".job_errors (job_id, attempt, at, worker, error)
   SELECT f.id, f.attempts, statement_timestamp(), f.leased_by, f.last_error FROM failed f
@@ -252,7 +281,7 @@ RETURNING j.id, r.token, j.state, j.attempts, j.leased_by, j.last_error
 SELECT f.id, f.token, f.state FROM failed f;
 
 -- name: set_progress
-UPDATE :"schema".jobs j SET progress = :progress::text
+UPDATE :"schema".live j SET progress = :progress::text
 WHERE j.id = :id::bigint AND j.state = 'running' AND j.lease_token = :token::uuid;
 
 -- name: job_errors
@@ -304,7 +333,7 @@ WHERE (w.queue, w.unique_key) IN (
   FOR UPDATE SKIP LOCKED);
 
 -- name: extend
-UPDATE :"schema".jobs j
+UPDATE :"schema".live j
 SET lease_expires_at = statement_timestamp() + :lease_us::bigint * interval '1 microsecond'
 FROM unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
 WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
@@ -313,13 +342,13 @@ RETURNING j.id, r.token;
 -- name: held
 -- Which of these leases are still held: a read (Queue::leases_held).
 SELECT j.id, r.token
-FROM :"schema".jobs j
+FROM :"schema".live j
 JOIN unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token) ON j.id = r.id
 WHERE j.state = 'running' AND j.lease_token = r.token;
 
 -- name: release
 -- Gives back the attempt the lease spent.
-UPDATE :"schema".jobs j
+UPDATE :"schema".live j
 SET state = 'available',
     run_at = statement_timestamp() + :delay_us::bigint * interval '1 microsecond',
     attempts = greatest(j.attempts - 1, 0),
@@ -332,42 +361,58 @@ RETURNING j.id, r.token;
 -- Expired leases of one queue, oldest first, at most :batch per statement: walks
 -- jobs_expiry_idx, which holds running jobs only, so it costs the same with ten or ten
 -- million jobs waiting. SKIP LOCKED: a row locked right now is being settled by its
--- worker, which is the better outcome. Migration 7's rescue_expired() has the same body.
+-- worker, which is the better outcome. A lease out of attempts moves its job to done as
+-- dead. Migration 10's rescue_expired() has the same body.
 WITH expired AS (
-  SELECT j.id FROM :"schema".jobs j
+  SELECT j.id, j.attempts >= j.max_attempts AS dies FROM :"schema".live j
   WHERE j.queue = :queue::text AND j.state = 'running'
     AND j.lease_expires_at <= statement_timestamp()
   ORDER BY j.lease_expires_at
   LIMIT :batch::integer
   FOR UPDATE SKIP LOCKED
-), rescued AS (
-UPDATE :"schema".jobs j
-SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'available' END,
-    finished_at = CASE WHEN j.attempts >= j.max_attempts THEN statement_timestamp() END,
-    run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at
-                  ELSE statement_timestamp() END,
-    last_error = CASE WHEN j.attempts >= j.max_attempts
-                      THEN 'lease expired after ' || j.attempts || ' attempts (worker lost)'
-                      ELSE 'lease expired (worker lost)' END,
-    lease_expires_at = NULL
-FROM expired
-WHERE j.id = expired.id AND j.state = 'running'
-RETURNING j.id, j.attempts, j.leased_by, j.last_error
+), retried AS (
+  UPDATE :"schema".live j
+  SET state = 'available', run_at = statement_timestamp(),
+      last_error = 'lease expired (worker lost)', lease_expires_at = NULL
+  FROM expired e
+  WHERE j.id = e.id AND NOT e.dies AND j.state = 'running'
+  RETURNING j.id, j.attempts, j.leased_by, j.last_error
+), died AS (
+  DELETE FROM :"schema".live j USING expired e
+  WHERE j.id = e.id AND e.dies AND j.state = 'running'
+  RETURNING j.*
+), buried AS (
+  INSERT INTO :"schema".done
+  SELECT d.id, d.queue, 'dead', d.priority, d.run_at, d.attempts, d.max_attempts,
+         d.lease_token, d.leased_by, NULL, d.enqueued_at, d.started_at,
+         statement_timestamp(), d.unique_key,
+         'lease expired after ' || d.attempts || ' attempts (worker lost)', d.payload,
+         d.progress, d.waiting_for, d.notify, d.delay_us, d.group_name
+  FROM died d
+  RETURNING id, attempts, leased_by, last_error
 )
 -- Each rescued lease is a failed attempt of the error history, like fail()'s.
 INSERT INTO :"schema".job_errors (job_id, attempt, at, worker, error)
-SELECT r.id, r.attempts, statement_timestamp(), r.leased_by, r.last_error FROM rescued r;
+SELECT r.id, r.attempts, statement_timestamp(), r.leased_by, r.last_error
+FROM (SELECT * FROM retried UNION ALL SELECT * FROM buried) r;
 
 -- name: cancel
--- Announced on the wake-up channel with the payload '!cancel' (no queue name starts with a
--- '!', so it cannot be mistaken for a queue's wake-up; pg_listener.hpp): listening workers
--- check their running jobs' leases at once instead of at their next poll. NOTIFY is
--- delivered at commit, so a worker never checks before the cancel is visible.
-WITH cancelled AS (
-  UPDATE :"schema".jobs j
-  SET state = 'cancelled', finished_at = statement_timestamp(), lease_expires_at = NULL
-  WHERE j.id = ANY(:ids::bigint[]) AND j.state IN ('available', 'running', 'waiting')
-  RETURNING j.id, j.lease_token IS NOT NULL AS was_leased
+-- Moves the live jobs among :ids to done as cancelled (a finished one is not in live and
+-- stays as it is). Announced on the wake-up channel with the payload '!cancel' (no queue name
+-- starts with a '!', so it cannot be mistaken for a queue's wake-up; pg_listener.hpp):
+-- listening workers check their running jobs' leases at once instead of at their next poll.
+-- NOTIFY is delivered at commit, so a worker never checks before the cancel is visible.
+WITH gone AS (
+  DELETE FROM :"schema".live j WHERE j.id = ANY(:ids::bigint[])
+  RETURNING j.*
+), cancelled AS (
+  INSERT INTO :"schema".done
+  SELECT g.id, g.queue, 'cancelled', g.priority, g.run_at, g.attempts, g.max_attempts,
+         g.lease_token, g.leased_by, NULL, g.enqueued_at, g.started_at,
+         statement_timestamp(), g.unique_key, g.last_error, g.payload, g.progress,
+         g.waiting_for, g.notify, g.delay_us, g.group_name
+  FROM gone g
+  RETURNING id, lease_token IS NOT NULL AS was_leased
 ), announced AS (
   -- One row whatever was cancelled (an aggregate without GROUP BY), so that the join below
   -- keeps every id; a NOTIFY only when a job that had a lease was cancelled.
@@ -377,66 +422,81 @@ WITH cancelled AS (
 SELECT c.id FROM cancelled c CROSS JOIN announced;
 
 -- name: retry
--- A job whose unique key a live job of its queue holds stays where it is: it cannot become
--- live again without breaking the key's promise. Of several retried jobs sharing a key,
--- only the oldest is retried (the rest would collide with it). A job enqueued with that
--- key by another transaction between this statement's snapshot and its write still
--- collides: unique_violation → kConflict, and the caller tries again.
+-- Moves dead and cancelled jobs from done back to live. A job whose unique key a live
+-- job of its queue holds stays where it is: it cannot become live again without breaking the
+-- key's promise. Of several retried jobs sharing a key, only the oldest is retried (the rest
+-- would collide with it). A job enqueued with that key by another transaction between this
+-- statement's snapshot and its write still collides: unique_violation → kConflict, and the
+-- caller tries again.
 WITH old AS (
   -- A member that has told its group of its finish (notify false) joins it again.
-  SELECT o.id, o.notify FROM :"schema".jobs o
+  SELECT o.id, o.notify FROM :"schema".done o
   WHERE o.id = ANY(:ids::bigint[]) AND o.state IN ('dead', 'cancelled')
   FOR UPDATE
-)
-UPDATE :"schema".jobs j
-SET state = 'available', attempts = 0, run_at = statement_timestamp(), finished_at = NULL,
-    lease_expires_at = NULL,
-    notify = j.group_name IS NOT NULL
+), gone AS (
+  DELETE FROM :"schema".done j USING old
+  WHERE j.id = old.id
+    AND (j.unique_key IS NULL
+         OR (NOT EXISTS (SELECT 1 FROM :"schema".live h
+                         WHERE h.queue = j.queue AND h.unique_key = j.unique_key
+                           AND h.state IN ('available', 'running', 'waiting'))
+             AND j.id = (SELECT min(c.id) FROM :"schema".done c
+                         WHERE c.id = ANY(:ids::bigint[]) AND c.state IN ('dead', 'cancelled')
+                           AND c.queue = j.queue AND c.unique_key = j.unique_key)))
+  RETURNING j.*, old.notify AS old_notify
+), revived AS (
+  INSERT INTO :"schema".live OVERRIDING SYSTEM VALUE
+  SELECT g.id, g.queue, 'available', g.priority, statement_timestamp(), 0, g.max_attempts,
+         g.lease_token, g.leased_by, NULL, g.enqueued_at, g.started_at, NULL, g.unique_key,
+         g.last_error, g.payload, g.progress, g.waiting_for,
+         g.group_name IS NOT NULL
              OR EXISTS (SELECT 1 FROM :"schema".dependencies d
-                        WHERE d.depends_on = j.id AND NOT d.met)
-FROM old
-WHERE j.id = old.id AND j.id = ANY(:ids::bigint[]) AND j.state IN ('dead', 'cancelled')
-  AND (j.unique_key IS NULL
-       OR (NOT EXISTS (SELECT 1 FROM :"schema".jobs h
-                       WHERE h.queue = j.queue AND h.unique_key = j.unique_key
-                         AND h.state IN ('available', 'running', 'waiting'))
-           AND j.id = (SELECT min(c.id) FROM :"schema".jobs c
-                       WHERE c.id = ANY(:ids::bigint[]) AND c.state IN ('dead', 'cancelled')
-                         AND c.queue = j.queue AND c.unique_key = j.unique_key)))
-RETURNING j.id, EXISTS (SELECT 1 FROM :"schema".dependencies d WHERE d.job_id = j.id),
-          CASE WHEN old.notify IS NOT TRUE THEN j.group_name END;
+                        WHERE d.depends_on = g.id AND NOT d.met),
+         g.delay_us, g.group_name
+  FROM gone g
+)
+SELECT g.id, EXISTS (SELECT 1 FROM :"schema".dependencies d WHERE d.job_id = g.id),
+       CASE WHEN g.old_notify IS NOT TRUE THEN g.group_name END
+FROM gone g;
 
 -- name: retry_all
 -- The same as retry, for every job of a queue in one state (dead or cancelled).
 WITH old AS (
-  SELECT o.id, o.notify FROM :"schema".jobs o
+  -- A member that has told its group of its finish (notify false) joins it again.
+  SELECT o.id, o.notify FROM :"schema".done o
   WHERE o.queue = :queue::text AND o.state = :state::text AND o.state IN ('dead', 'cancelled')
   FOR UPDATE
-)
-UPDATE :"schema".jobs j
-SET state = 'available', attempts = 0, run_at = statement_timestamp(), finished_at = NULL,
-    lease_expires_at = NULL,
-    notify = j.group_name IS NOT NULL
+), gone AS (
+  DELETE FROM :"schema".done j USING old
+  WHERE j.id = old.id
+    AND (j.unique_key IS NULL
+         OR (NOT EXISTS (SELECT 1 FROM :"schema".live h
+                         WHERE h.queue = j.queue AND h.unique_key = j.unique_key
+                           AND h.state IN ('available', 'running', 'waiting'))
+             AND j.id = (SELECT min(c.id) FROM :"schema".done c
+                         WHERE c.queue = :queue::text AND c.state = :state::text
+                           AND c.queue = j.queue AND c.unique_key = j.unique_key)))
+  RETURNING j.*, old.notify AS old_notify
+), revived AS (
+  INSERT INTO :"schema".live OVERRIDING SYSTEM VALUE
+  SELECT g.id, g.queue, 'available', g.priority, statement_timestamp(), 0, g.max_attempts,
+         g.lease_token, g.leased_by, NULL, g.enqueued_at, g.started_at, NULL, g.unique_key,
+         g.last_error, g.payload, g.progress, g.waiting_for,
+         g.group_name IS NOT NULL
              OR EXISTS (SELECT 1 FROM :"schema".dependencies d
-                        WHERE d.depends_on = j.id AND NOT d.met)
-FROM old
-WHERE j.id = old.id AND j.queue = :queue::text AND j.state = :state::text
-  AND j.state IN ('dead', 'cancelled')
-  AND (j.unique_key IS NULL
-       OR (NOT EXISTS (SELECT 1 FROM :"schema".jobs h
-                       WHERE h.queue = j.queue AND h.unique_key = j.unique_key
-                         AND h.state IN ('available', 'running', 'waiting'))
-           AND j.id = (SELECT min(c.id) FROM :"schema".jobs c
-                       WHERE c.queue = :queue::text AND c.state = :state::text
-                         AND c.queue = j.queue AND c.unique_key = j.unique_key)))
-RETURNING j.id, EXISTS (SELECT 1 FROM :"schema".dependencies d WHERE d.job_id = j.id),
-          CASE WHEN old.notify IS NOT TRUE THEN j.group_name END;
+                        WHERE d.depends_on = g.id AND NOT d.met),
+         g.delay_us, g.group_name
+  FROM gone g
+)
+SELECT g.id, EXISTS (SELECT 1 FROM :"schema".dependencies d WHERE d.job_id = g.id),
+       CASE WHEN g.old_notify IS NOT TRUE THEN g.group_name END
+FROM gone g;
 
 -- name: purge
 -- One small batch of a purge; walks jobs_finished_idx.
-DELETE FROM :"schema".jobs j
+DELETE FROM :"schema".done j
 WHERE j.id IN (
-  SELECT d.id FROM :"schema".jobs d
+  SELECT d.id FROM :"schema".done d
   WHERE d.queue = :queue::text AND d.state = :state::text
     AND d.state IN ('succeeded', 'dead', 'cancelled')
     AND d.finished_at <= :cutoff::timestamptz AND d.notify IS NOT TRUE
@@ -460,7 +520,7 @@ SELECT (extract(epoch FROM min(j.run_at) - statement_timestamp()) * 1000000)::bi
        EXISTS (SELECT 1 FROM :"schema".queues q
                WHERE q.name = :queue::text
                  AND ((q.running_limit IS NOT NULL
-                       AND (SELECT count(*) FROM :"schema".jobs r
+                       AND (SELECT count(*) FROM :"schema".live r
                             WHERE r.queue = :queue::text AND r.state = 'running')
                            >= q.running_limit)
                       OR (q.rate_count IS NOT NULL
@@ -468,7 +528,7 @@ SELECT (extract(epoch FROM min(j.run_at) - statement_timestamp()) * 1000000)::bi
                                           WHERE s.queue = :queue::text
                                             AND s.leased_at <= statement_timestamp()
                                               - q.rate_window_us * interval '1 microsecond'))))
-FROM :"schema".jobs j
+FROM :"schema".live j
 WHERE j.queue = :queue::text AND j.state = 'available'
   AND NOT EXISTS (SELECT 1 FROM :"schema".queues q
                   WHERE q.name = :queue::text AND q.paused_at IS NOT NULL);
@@ -675,7 +735,7 @@ SELECT (SELECT min(j.id) FROM :"schema".jobs j), (SELECT max(j.id) FROM :"schema
 
 -- name: delete_finished
 -- Deletes jobs by id, only those that have finished (like purge, never a live job).
-DELETE FROM :"schema".jobs j
+DELETE FROM :"schema".done j
 WHERE j.id = ANY(:ids::bigint[]) AND j.state IN ('succeeded', 'dead', 'cancelled')
   AND j.notify IS NOT TRUE
 RETURNING j.id;
@@ -750,7 +810,7 @@ DELETE FROM :"schema".schedules s WHERE s.name = :name::text;
 -- name: enqueue_schedule_now
 -- Run now: one job from the schedule's definition, due at once, without a unique key; the
 -- schedule's ticks are not touched. No row when there is no such schedule.
-INSERT INTO :"schema".jobs AS j (queue, payload, priority, max_attempts)
+INSERT INTO :"schema".live AS j (queue, payload, priority, max_attempts)
 SELECT s.queue, s.payload, s.priority, s.max_attempts
 FROM :"schema".schedules s
 WHERE s.name = :name::text
@@ -769,7 +829,7 @@ WITH taken AS (
   WHERE s.name = :name::text AND coalesce(s.last_tick_at, s.created_at) < :tick::timestamptz
   RETURNING s.queue, s.payload, s.priority, s.max_attempts, s.last_job_id
 )
-INSERT INTO :"schema".jobs AS j (id, queue, payload, priority, run_at, max_attempts, unique_key)
+INSERT INTO :"schema".live AS j (id, queue, payload, priority, run_at, max_attempts, unique_key)
 OVERRIDING SYSTEM VALUE
 SELECT t.last_job_id, t.queue, t.payload, t.priority, :tick::timestamptz, t.max_attempts,
        :unique_key::text
@@ -843,30 +903,50 @@ ORDER BY name;
 -- The enqueue of a dependent, first: locks its live dependencies (marking them notify), so
 -- that none finishes before this transaction commits unseen; then reads every state, with a
 -- new snapshot (dependency_states) that sees what finished while it waited.
-UPDATE :"schema".jobs j SET notify = true
+UPDATE :"schema".live j SET notify = true
 WHERE j.id = ANY(:ids::bigint[]) AND j.state IN ('available', 'running', 'waiting');
 
 -- name: dependency_states
 SELECT j.id, j.state FROM :"schema".jobs j WHERE j.id = ANY(:ids::bigint[]);
 
 -- name: insert_dependent
-INSERT INTO :"schema".jobs (queue, payload, priority, run_at, max_attempts, unique_key, state,
-                          waiting_for, delay_us, finished_at, last_error, group_name, notify)
-VALUES (:queue::text, :payload::bytea, :priority::integer,
-        CASE WHEN :state::text = 'available'
-             THEN greatest(coalesce(:run_at::timestamptz, statement_timestamp()),
-                           statement_timestamp() + :delay_us::bigint * interval '1 microsecond')
-             ELSE coalesce(:run_at::timestamptz, statement_timestamp()) END,
-        :max_attempts::integer, :unique_key::text, :state::text, :waiting_for::integer,
-        :delay_us::bigint, CASE WHEN :state::text = 'cancelled' THEN statement_timestamp() END,
-        :last_error::text, :group_name::text, :group_name::text IS NOT NULL)
-ON CONFLICT (queue, unique_key)
-  WHERE unique_key IS NOT NULL AND state IN ('available', 'running', 'waiting')
-  DO NOTHING
-RETURNING id;
+WITH input AS (
+  SELECT :queue::text AS queue, :payload::bytea AS payload, :priority::integer AS priority,
+         CASE WHEN :state::text = 'available'
+              THEN greatest(coalesce(:run_at::timestamptz, statement_timestamp()),
+                            statement_timestamp() + :delay_us::bigint * interval '1 microsecond')
+              ELSE coalesce(:run_at::timestamptz, statement_timestamp()) END AS run_at,
+         :max_attempts::integer AS max_attempts, :unique_key::text AS unique_key,
+         :state::text AS state, :waiting_for::integer AS waiting_for,
+         :delay_us::bigint AS delay_us,
+         CASE WHEN :state::text = 'cancelled' THEN statement_timestamp() END AS finished_at,
+         :last_error::text AS last_error, :group_name::text AS group_name,
+         :group_name::text IS NOT NULL AS notify
+), into_live AS (
+  INSERT INTO :"schema".live (queue, payload, priority, run_at, max_attempts, unique_key, state,
+                              waiting_for, delay_us, finished_at, last_error, group_name, notify)
+  SELECT i.queue, i.payload, i.priority, i.run_at, i.max_attempts, i.unique_key, i.state,
+         i.waiting_for, i.delay_us, i.finished_at, i.last_error, i.group_name, i.notify
+  FROM input i WHERE i.state <> 'cancelled'
+  ON CONFLICT (queue, unique_key)
+    WHERE unique_key IS NOT NULL AND state IN ('available', 'running', 'waiting')
+    DO NOTHING
+  RETURNING id
+), into_done AS (
+  -- Finished at once: holds no key, so no conflict to look for.
+  INSERT INTO :"schema".done (id, queue, state, priority, run_at, attempts, max_attempts,
+                              enqueued_at, finished_at, unique_key, last_error, payload,
+                              waiting_for, notify, delay_us, group_name)
+  SELECT nextval(':"schema".jobs_id_seq'), i.queue, i.state, i.priority, i.run_at, 0,
+         i.max_attempts, statement_timestamp(), i.finished_at, i.unique_key, i.last_error,
+         i.payload, i.waiting_for, i.notify, i.delay_us, i.group_name
+  FROM input i WHERE i.state = 'cancelled'
+  RETURNING id
+)
+SELECT id FROM into_live UNION ALL SELECT id FROM into_done;
 
 -- name: unique_holder
-SELECT j.id FROM :"schema".jobs j
+SELECT j.id FROM :"schema".live j
 WHERE j.queue = :queue::text AND j.unique_key = :unique_key::text
   AND j.state IN ('available', 'running', 'waiting');
 
@@ -888,7 +968,7 @@ SELECT pg_advisory_xact_lock(hashtext(:'channel' || '.dependencies'));
 
 -- name: any_notified
 -- A read before resolve_dependencies takes its lock: mostly there is nothing to tell.
-SELECT EXISTS (SELECT 1 FROM :"schema".jobs j
+SELECT EXISTS (SELECT 1 FROM :"schema".done j
                WHERE j.notify AND j.state IN ('succeeded', 'dead', 'cancelled'))
     OR EXISTS (SELECT 1 FROM :"schema".groups g WHERE g.release_pending);
 
@@ -902,9 +982,9 @@ SELECT EXISTS (SELECT 1 FROM :"schema".jobs j
 -- finished jobs and groups are locked (SKIP LOCKED) so that a retry waits for the round.
 -- Returns how many jobs, groups and edges it went through, and the groups of the jobs it
 -- finished telling, comma-separated (one per job): those leave their groups (leave_groups).
-WITH done AS (
+WITH finished AS (
   SELECT j.id AS depends_on, 9223372036854775807::bigint AS upto
-  FROM :"schema".jobs j
+  FROM :"schema".done j
   WHERE j.notify AND j.state = 'succeeded'
   ORDER BY j.id
   LIMIT :jobs::integer
@@ -917,7 +997,7 @@ WITH done AS (
   LIMIT :jobs::integer
   FOR UPDATE SKIP LOCKED
 ), sources AS (
-  SELECT depends_on, upto FROM done UNION ALL SELECT depends_on, upto FROM groups_done
+  SELECT depends_on, upto FROM finished UNION ALL SELECT depends_on, upto FROM groups_done
 ), picked AS (
   SELECT d.depends_on, d.job_id
   FROM :"schema".dependencies d JOIN sources s ON d.depends_on = s.depends_on
@@ -932,7 +1012,7 @@ WITH done AS (
 ), counts AS (
   SELECT e.job_id, count(*)::integer AS n FROM edges e GROUP BY e.job_id
 ), counted AS (
-  UPDATE :"schema".jobs j
+  UPDATE :"schema".live j
   SET state = CASE WHEN j.state = 'waiting' AND coalesce(j.waiting_for, 0) <= c.n
                    THEN 'available' ELSE j.state END,
       run_at = CASE WHEN j.state = 'waiting' AND coalesce(j.waiting_for, 0) <= c.n
@@ -944,11 +1024,11 @@ WITH done AS (
   WHERE j.id = c.job_id
   RETURNING j.id
 ), told AS (
-  UPDATE :"schema".jobs j SET notify = false
-  FROM done
-  WHERE j.id = done.depends_on
+  UPDATE :"schema".done j SET notify = false
+  FROM finished f
+  WHERE j.id = f.depends_on
     AND NOT EXISTS (SELECT 1 FROM :"schema".dependencies d
-                    WHERE d.depends_on = done.depends_on AND NOT d.met
+                    WHERE d.depends_on = f.depends_on AND NOT d.met
                       AND NOT EXISTS (SELECT 1 FROM picked p
                                       WHERE p.depends_on = d.depends_on
                                         AND p.job_id = d.job_id))
@@ -964,48 +1044,54 @@ WITH done AS (
                                         AND p.job_id = d.job_id))
   RETURNING g.id
 )
-SELECT (SELECT count(*) FROM done) + (SELECT count(*) FROM groups_done)
+SELECT (SELECT count(*) FROM finished) + (SELECT count(*) FROM groups_done)
          + (SELECT count(*) FROM edges),
        coalesce((SELECT string_agg(t.group_name, ',') FROM told t
                  WHERE t.group_name IS NOT NULL), '');
 
 -- name: resolve_failed
 -- The same for jobs that ended dead or cancelled: up to :limit of their waiting dependents
--- are cancelled, last_error naming the dependency (as dependency_failed_error in
--- core/dependencies.cpp words it); marked notify themselves, they pass it down the chain in
--- a later round. Returns, like resolve_succeeded, the groups of the jobs it finished telling.
-WITH done AS (
-  SELECT j.id, j.state FROM :"schema".jobs j
+-- are cancelled (moved to done), last_error naming the dependency (as
+-- dependency_failed_error in core/dependencies.cpp words it); marked notify themselves, they
+-- pass it down the chain in a later round. Returns, like resolve_succeeded, the groups of the
+-- jobs it finished telling.
+WITH finished AS (
+  SELECT j.id, j.state FROM :"schema".done j
   WHERE j.notify AND j.state IN ('dead', 'cancelled')
   ORDER BY j.id
   LIMIT :jobs::integer
   FOR UPDATE SKIP LOCKED
 ), picked AS (
-  SELECT DISTINCT ON (d.job_id) d.job_id, done.id AS cause, done.state AS cause_state
+  SELECT DISTINCT ON (d.job_id) d.job_id, f.id AS cause, f.state AS cause_state
   FROM :"schema".dependencies d
-  JOIN done ON d.depends_on = done.id
-  JOIN :"schema".jobs w ON w.id = d.job_id
+  JOIN finished f ON d.depends_on = f.id
+  JOIN :"schema".live w ON w.id = d.job_id
   WHERE NOT d.met AND w.state = 'waiting'
-  ORDER BY d.job_id, done.id
+  ORDER BY d.job_id, f.id
   LIMIT :limit::integer
-), cancelled AS (
-  UPDATE :"schema".jobs j
-  SET state = 'cancelled', finished_at = statement_timestamp(),
-      last_error = 'cancelled: dependency ' || p.cause || ' is ' || p.cause_state
-  FROM picked p
+), gone AS (
+  DELETE FROM :"schema".live j USING picked p
   WHERE j.id = p.job_id AND j.state = 'waiting'
-  RETURNING j.id
+  RETURNING j.*, 'cancelled: dependency ' || p.cause || ' is ' || p.cause_state AS reason
+), cancelled AS (
+  INSERT INTO :"schema".done
+  SELECT g.id, g.queue, 'cancelled', g.priority, g.run_at, g.attempts, g.max_attempts,
+         g.lease_token, g.leased_by, g.lease_expires_at, g.enqueued_at, g.started_at,
+         statement_timestamp(), g.unique_key, g.reason, g.payload, g.progress,
+         g.waiting_for, g.notify, g.delay_us, g.group_name
+  FROM gone g
+  RETURNING id
 ), told AS (
-  UPDATE :"schema".jobs j SET notify = false
-  FROM done
-  WHERE j.id = done.id
+  UPDATE :"schema".done j SET notify = false
+  FROM finished f
+  WHERE j.id = f.id
     AND NOT EXISTS (SELECT 1 FROM :"schema".dependencies d
-                    JOIN :"schema".jobs w ON w.id = d.job_id
-                    WHERE d.depends_on = done.id AND NOT d.met AND w.state = 'waiting'
+                    JOIN :"schema".live w ON w.id = d.job_id
+                    WHERE d.depends_on = f.id AND NOT d.met AND w.state = 'waiting'
                       AND NOT EXISTS (SELECT 1 FROM picked p WHERE p.job_id = d.job_id))
   RETURNING j.group_name
 )
-SELECT (SELECT count(*) FROM done) + (SELECT count(*) FROM cancelled),
+SELECT (SELECT count(*) FROM finished) + (SELECT count(*) FROM cancelled),
        coalesce((SELECT string_agg(t.group_name, ',') FROM told t
                  WHERE t.group_name IS NOT NULL), '');
 
@@ -1043,13 +1129,13 @@ WITH edges AS (
 ), counts AS (
   SELECT e.job_id, count(*) FILTER (WHERE NOT e.met) AS unmet FROM edges e GROUP BY e.job_id
 )
-UPDATE :"schema".jobs j
+UPDATE :"schema".live j
 SET waiting_for = c.unmet, state = CASE WHEN c.unmet > 0 THEN 'waiting' ELSE 'available' END
 FROM counts c
 WHERE j.id = c.job_id;
 
 -- name: renotify
-UPDATE :"schema".jobs j SET notify = true
+UPDATE :"schema".live j SET notify = true
 WHERE j.id IN (SELECT d.depends_on FROM :"schema".dependencies d
                WHERE d.job_id = ANY(:ids::bigint[]) AND NOT d.met)
   AND j.state IN ('available', 'running', 'waiting') AND j.notify IS NOT TRUE;
