@@ -1076,7 +1076,7 @@ WITH finished AS (
 ), cancelled AS (
   INSERT INTO :"schema".done
   SELECT g.id, g.queue, 'cancelled', g.priority, g.run_at, g.attempts, g.max_attempts,
-         g.lease_token, g.leased_by, g.lease_expires_at, g.enqueued_at, g.started_at,
+         g.lease_token, g.leased_by, NULL, g.enqueued_at, g.started_at,
          statement_timestamp(), g.unique_key, g.reason, g.payload, g.progress,
          g.waiting_for, g.notify, g.delay_us, g.group_name
   FROM gone g

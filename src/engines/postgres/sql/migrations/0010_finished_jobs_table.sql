@@ -95,6 +95,8 @@ WITH moved AS (
   RETURNING j.*
 )
 INSERT INTO :"schema".live OVERRIDING SYSTEM VALUE SELECT * FROM moved;
+-- live is new: without statistics until autovacuum's first pass (a sample, not a scan).
+ANALYZE :"schema".live;
 
 -- Indexes: the live states' go to live under the names they had, the finished states' stay.
 DROP INDEX :"schema".jobs_lease_idx, :"schema".jobs_due_idx, :"schema".jobs_expiry_idx,
@@ -179,67 +181,123 @@ ALTER VIEW :"schema".jobs
 
 -- INSERT, UPDATE and DELETE on the view act on the table that holds (or will hold) the job:
 -- live for a live state, done for a finished one; an UPDATE that changes a job's state from
--- one kind to the other moves it. The id is drawn from jobs_id_seq when none is given.
+-- one kind to the other moves it (the new row first, so that when the old one's deletion
+-- ends, and its history trigger runs, the job is already in its new table).
+--
+-- An UPDATE acts as one on the table did. It locks the job's current row (FOR UPDATE through
+-- the view locks none) and changes it only while its state and lease token are still those
+-- the statement read: of two sessions taking one available job through the view (a worker of
+-- the binary before schema 10, whose statements name jobs), the second changes nothing. It
+-- writes only the columns the statement changed, over the row as it is now, so that what
+-- another transaction wrote since the statement's snapshot (a dependency's notify, a
+-- waiting_for counted down) is kept. An INSERT takes its id from jobs_id_seq, as the table's
+-- GENERATED ALWAYS identity did, and refuses one given.
 CREATE FUNCTION :"schema".jobs_view_write() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
+DECLARE
+  cur :"schema".jobs;  -- the job's row as it is now, locked (the tables' columns, in order)
 BEGIN
-  IF TG_OP = 'DELETE' OR TG_OP = 'UPDATE' THEN
-    IF TG_OP = 'UPDATE' AND NEW.id IS DISTINCT FROM OLD.id THEN
-      RAISE EXCEPTION 'a job''s id cannot change' USING ERRCODE = 'feature_not_supported';
+  IF TG_OP = 'INSERT' THEN
+    IF NEW.id IS NOT NULL THEN
+      RAISE EXCEPTION 'cannot insert a non-DEFAULT value into column "id"'
+        USING ERRCODE = 'generated_always', DETAIL = 'A job takes its id from jobs_id_seq.';
     END IF;
-    IF TG_OP = 'UPDATE' AND (NEW.state IN ('available', 'running', 'waiting'))
-                            = (OLD.state IN ('available', 'running', 'waiting')) THEN
-      IF OLD.state IN ('available', 'running', 'waiting') THEN
-        UPDATE :"schema".live SET (queue, state, priority, run_at, attempts, max_attempts,
-            lease_token, leased_by, lease_expires_at, enqueued_at, started_at, finished_at,
-            unique_key, last_error, payload, progress, waiting_for, notify, delay_us,
-            group_name)
-          = (NEW.queue, NEW.state, NEW.priority, NEW.run_at, NEW.attempts, NEW.max_attempts,
-             NEW.lease_token, NEW.leased_by, NEW.lease_expires_at, NEW.enqueued_at,
-             NEW.started_at, NEW.finished_at, NEW.unique_key, NEW.last_error, NEW.payload,
-             NEW.progress, NEW.waiting_for, NEW.notify, NEW.delay_us, NEW.group_name)
-        WHERE id = OLD.id;
-      ELSE
-        UPDATE :"schema".done SET (queue, state, priority, run_at, attempts, max_attempts,
-            lease_token, leased_by, lease_expires_at, enqueued_at, started_at, finished_at,
-            unique_key, last_error, payload, progress, waiting_for, notify, delay_us,
-            group_name)
-          = (NEW.queue, NEW.state, NEW.priority, NEW.run_at, NEW.attempts, NEW.max_attempts,
-             NEW.lease_token, NEW.leased_by, NEW.lease_expires_at, NEW.enqueued_at,
-             NEW.started_at, NEW.finished_at, NEW.unique_key, NEW.last_error, NEW.payload,
-             NEW.progress, NEW.waiting_for, NEW.notify, NEW.delay_us, NEW.group_name)
-        WHERE id = OLD.id;
-      END IF;
-      RETURN CASE WHEN FOUND THEN NEW END;
-    END IF;
-    IF TG_OP = 'DELETE' THEN
-      DELETE FROM :"schema".live WHERE id = OLD.id;
-      IF NOT FOUND THEN
-        DELETE FROM :"schema".done WHERE id = OLD.id;
-      END IF;
-      RETURN CASE WHEN FOUND THEN OLD END;
-    END IF;
-  END IF;
-  -- INSERT, or an UPDATE that moves the job: the new row first, so that when the old one's
-  -- deletion ends (and its history trigger runs) the job is already in its new table.
-  NEW.id := coalesce(NEW.id, nextval(':"schema".jobs_id_seq'));
-  IF NEW.state IN ('available', 'running', 'waiting') THEN
-    INSERT INTO :"schema".live OVERRIDING SYSTEM VALUE SELECT NEW.*;
-  ELSE
-    INSERT INTO :"schema".done SELECT NEW.*;
-  END IF;
-  IF TG_OP = 'UPDATE' THEN
-    IF OLD.state IN ('available', 'running', 'waiting') THEN
-      DELETE FROM :"schema".live WHERE id = OLD.id;
+    NEW.id := nextval(':"schema".jobs_id_seq');
+    IF NEW.state IN ('available', 'running', 'waiting') THEN
+      INSERT INTO :"schema".live OVERRIDING SYSTEM VALUE SELECT NEW.*;
     ELSE
+      INSERT INTO :"schema".done SELECT NEW.*;
+    END IF;
+    RETURN NEW;
+  END IF;
+
+  IF TG_OP = 'DELETE' THEN
+    DELETE FROM :"schema".live WHERE id = OLD.id;
+    IF NOT FOUND THEN
       DELETE FROM :"schema".done WHERE id = OLD.id;
     END IF;
-    IF NOT FOUND THEN
-      -- Another transaction moved or deleted it since this statement read it: the copy just
-      -- inserted must not stay.
-      RAISE EXCEPTION 'job % changed while this statement updated it; try again', OLD.id
-        USING ERRCODE = 'serialization_failure';
+    RETURN CASE WHEN FOUND THEN OLD END;
+  END IF;
+
+  IF NEW.id IS DISTINCT FROM OLD.id THEN
+    RAISE EXCEPTION 'a job''s id cannot change' USING ERRCODE = 'feature_not_supported';
+  END IF;
+  IF OLD.state IN ('available', 'running', 'waiting') THEN
+    SELECT * INTO cur FROM :"schema".live WHERE id = OLD.id FOR UPDATE;
+  ELSE
+    SELECT * INTO cur FROM :"schema".done WHERE id = OLD.id FOR UPDATE;
+  END IF;
+  IF NOT FOUND OR cur.state IS DISTINCT FROM OLD.state
+     OR cur.lease_token IS DISTINCT FROM OLD.lease_token THEN
+    RETURN NULL;  -- changed since this statement read it: not updated
+  END IF;
+  IF NEW.queue IS NOT DISTINCT FROM OLD.queue THEN NEW.queue := cur.queue; END IF;
+  IF NEW.state IS NOT DISTINCT FROM OLD.state THEN NEW.state := cur.state; END IF;
+  IF NEW.priority IS NOT DISTINCT FROM OLD.priority THEN NEW.priority := cur.priority; END IF;
+  IF NEW.run_at IS NOT DISTINCT FROM OLD.run_at THEN NEW.run_at := cur.run_at; END IF;
+  IF NEW.attempts IS NOT DISTINCT FROM OLD.attempts THEN NEW.attempts := cur.attempts; END IF;
+  IF NEW.max_attempts IS NOT DISTINCT FROM OLD.max_attempts THEN
+    NEW.max_attempts := cur.max_attempts;
+  END IF;
+  IF NEW.lease_token IS NOT DISTINCT FROM OLD.lease_token THEN
+    NEW.lease_token := cur.lease_token;
+  END IF;
+  IF NEW.leased_by IS NOT DISTINCT FROM OLD.leased_by THEN NEW.leased_by := cur.leased_by; END IF;
+  IF NEW.lease_expires_at IS NOT DISTINCT FROM OLD.lease_expires_at THEN
+    NEW.lease_expires_at := cur.lease_expires_at;
+  END IF;
+  IF NEW.enqueued_at IS NOT DISTINCT FROM OLD.enqueued_at THEN
+    NEW.enqueued_at := cur.enqueued_at;
+  END IF;
+  IF NEW.started_at IS NOT DISTINCT FROM OLD.started_at THEN
+    NEW.started_at := cur.started_at;
+  END IF;
+  IF NEW.finished_at IS NOT DISTINCT FROM OLD.finished_at THEN
+    NEW.finished_at := cur.finished_at;
+  END IF;
+  IF NEW.unique_key IS NOT DISTINCT FROM OLD.unique_key THEN
+    NEW.unique_key := cur.unique_key;
+  END IF;
+  IF NEW.last_error IS NOT DISTINCT FROM OLD.last_error THEN
+    NEW.last_error := cur.last_error;
+  END IF;
+  IF NEW.payload IS NOT DISTINCT FROM OLD.payload THEN NEW.payload := cur.payload; END IF;
+  IF NEW.progress IS NOT DISTINCT FROM OLD.progress THEN NEW.progress := cur.progress; END IF;
+  IF NEW.waiting_for IS NOT DISTINCT FROM OLD.waiting_for THEN
+    NEW.waiting_for := cur.waiting_for;
+  END IF;
+  IF NEW.notify IS NOT DISTINCT FROM OLD.notify THEN NEW.notify := cur.notify; END IF;
+  IF NEW.delay_us IS NOT DISTINCT FROM OLD.delay_us THEN NEW.delay_us := cur.delay_us; END IF;
+  IF NEW.group_name IS NOT DISTINCT FROM OLD.group_name THEN
+    NEW.group_name := cur.group_name;
+  END IF;
+  IF (NEW.state IN ('available', 'running', 'waiting'))
+     = (OLD.state IN ('available', 'running', 'waiting')) THEN
+    IF OLD.state IN ('available', 'running', 'waiting') THEN
+      UPDATE :"schema".live SET (queue, state, priority, run_at, attempts, max_attempts,
+        lease_token, leased_by, lease_expires_at, enqueued_at, started_at, finished_at,
+        unique_key, last_error, payload, progress, waiting_for, notify, delay_us, group_name)
+      = (NEW.queue, NEW.state, NEW.priority, NEW.run_at, NEW.attempts, NEW.max_attempts,
+         NEW.lease_token, NEW.leased_by, NEW.lease_expires_at, NEW.enqueued_at, NEW.started_at,
+         NEW.finished_at, NEW.unique_key, NEW.last_error, NEW.payload, NEW.progress,
+         NEW.waiting_for, NEW.notify, NEW.delay_us, NEW.group_name)
+      WHERE id = OLD.id;
+    ELSE
+      UPDATE :"schema".done SET (queue, state, priority, run_at, attempts, max_attempts,
+        lease_token, leased_by, lease_expires_at, enqueued_at, started_at, finished_at,
+        unique_key, last_error, payload, progress, waiting_for, notify, delay_us, group_name)
+      = (NEW.queue, NEW.state, NEW.priority, NEW.run_at, NEW.attempts, NEW.max_attempts,
+         NEW.lease_token, NEW.leased_by, NEW.lease_expires_at, NEW.enqueued_at, NEW.started_at,
+         NEW.finished_at, NEW.unique_key, NEW.last_error, NEW.payload, NEW.progress,
+         NEW.waiting_for, NEW.notify, NEW.delay_us, NEW.group_name)
+      WHERE id = OLD.id;
     END IF;
+  ELSIF NEW.state IN ('available', 'running', 'waiting') THEN
+    INSERT INTO :"schema".live OVERRIDING SYSTEM VALUE SELECT NEW.*;
+    DELETE FROM :"schema".done WHERE id = OLD.id;
+  ELSE
+    INSERT INTO :"schema".done SELECT NEW.*;
+    DELETE FROM :"schema".live WHERE id = OLD.id;
   END IF;
   RETURN NEW;
 END
@@ -297,6 +355,116 @@ BEGIN
     RETURNING j.*
   )
   SELECT * FROM leased l ORDER BY l.priority, l.run_at, l.id;
+END
+$fn$;
+
+-- lease_limited (migration 8's), on the live table: same result columns.
+CREATE OR REPLACE FUNCTION :"schema".lease_limited(p_queue text, p_worker text, p_max_jobs integer,
+                                        p_lease_us bigint, p_tokens uuid[])
+RETURNS TABLE (id bigint, queue text, state text, priority integer, run_at timestamptz,
+               attempts integer, max_attempts integer, lease_token uuid, leased_by text,
+               lease_expires_at timestamptz, enqueued_at timestamptz, started_at timestamptz,
+               finished_at timestamptz, unique_key text, last_error text, payload bytea,
+               throttled text, limited boolean)
+LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE
+  lim record;
+  allowed bigint := p_max_jobs;
+  binding text;
+  counted bigint;
+  slots integer[];
+  taken bigint := 0;
+  v_now timestamptz;
+BEGIN
+  SELECT q.paused_at, q.running_limit, q.rate_count, q.rate_window_us INTO lim
+    FROM :"schema".queues q WHERE q.name = p_queue FOR UPDATE SKIP LOCKED;
+  IF NOT FOUND THEN
+    -- Taken by another lease of the queue (nothing this time), or no row: no limits.
+    RETURN QUERY SELECT NULL::bigint, NULL::text, NULL::text, NULL::integer, NULL::timestamptz,
+      NULL::integer, NULL::integer, NULL::uuid, NULL::text, NULL::timestamptz, NULL::timestamptz,
+      NULL::timestamptz, NULL::timestamptz, NULL::text, NULL::text, NULL::bytea, NULL::text,
+      EXISTS (SELECT 1 FROM :"schema".queues q WHERE q.name = p_queue);
+    RETURN;
+  END IF;
+  IF lim.running_limit IS NULL AND lim.rate_count IS NULL THEN
+    RETURN QUERY SELECT NULL::bigint, NULL::text, NULL::text, NULL::integer, NULL::timestamptz,
+      NULL::integer, NULL::integer, NULL::uuid, NULL::text, NULL::timestamptz, NULL::timestamptz,
+      NULL::timestamptz, NULL::timestamptz, NULL::text, NULL::text, NULL::bytea, NULL::text,
+      false;
+    RETURN;
+  END IF;
+  IF lim.paused_at IS NOT NULL THEN
+    allowed := 0;
+  END IF;
+  IF allowed > 0 AND lim.running_limit IS NOT NULL THEN
+    SELECT count(*) INTO counted FROM (
+      SELECT 1 FROM :"schema".live j WHERE j.queue = p_queue AND j.state = 'running'
+      LIMIT lim.running_limit) r;
+    IF lim.running_limit - counted < allowed THEN
+      allowed := greatest(lim.running_limit - counted, 0);
+      binding := 'running';
+    END IF;
+  END IF;
+  -- The lease's time, read after the count: a job whose settling the count saw finished
+  -- before it, so that the jobs' own times show the limit held (and the rate slots are
+  -- stamped in the order the row lock lets leases through).
+  v_now := clock_timestamp();
+  IF allowed > 0 AND lim.rate_count IS NOT NULL THEN
+    slots := ARRAY(SELECT s.slot FROM :"schema".rate_slots s
+                   WHERE s.queue = p_queue
+                     AND s.leased_at <= v_now
+                                        - lim.rate_window_us * interval '1 microsecond'
+                   ORDER BY s.leased_at, s.slot LIMIT allowed);
+    IF cardinality(slots) < allowed THEN
+      allowed := cardinality(slots);
+      binding := 'rate';
+    END IF;
+  END IF;
+  IF allowed > 0 THEN
+    RETURN QUERY
+    WITH picked AS (
+      SELECT p.id, row_number() OVER () AS n FROM (
+        SELECT j.id FROM :"schema".live j
+        WHERE j.queue = p_queue AND j.state = 'available' AND j.run_at <= v_now
+          -- As in the plain lease: one probe of jobs_due_idx stops the walk at once when no
+          -- job is due, instead of stepping over every scheduled one.
+          AND (SELECT min(d.run_at) FROM :"schema".live d
+               WHERE d.queue = p_queue AND d.state = 'available') <= v_now
+        ORDER BY j.priority, j.run_at, j.id
+        LIMIT allowed
+        FOR UPDATE SKIP LOCKED
+      ) p
+    )
+    UPDATE :"schema".live j
+    SET state = 'running',
+        attempts = j.attempts + 1,
+        lease_token = p_tokens[picked.n::integer],
+        leased_by = p_worker,
+        lease_expires_at = v_now + p_lease_us * interval '1 microsecond',
+        started_at = v_now
+    FROM picked
+    WHERE j.id = picked.id AND j.state = 'available'
+    RETURNING j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts,
+              j.lease_token, j.leased_by, j.lease_expires_at, j.enqueued_at, j.started_at,
+              j.finished_at, j.unique_key, j.last_error, j.payload, NULL::text, true;
+    GET DIAGNOSTICS taken = ROW_COUNT;
+    IF lim.rate_count IS NOT NULL AND taken > 0 THEN
+      UPDATE :"schema".rate_slots s SET leased_at = v_now
+        WHERE s.queue = p_queue AND s.slot = ANY (slots[1:taken]);
+    END IF;
+  END IF;
+  IF binding IS NULL OR taken < allowed
+     OR NOT coalesce((SELECT min(j.run_at) FROM :"schema".live j
+                      WHERE j.queue = p_queue AND j.state = 'available') <= v_now, false) THEN
+    binding := NULL;
+  END IF;
+  IF lim.paused_at IS NOT NULL THEN
+    binding := NULL;
+  END IF;
+  RETURN QUERY SELECT NULL::bigint, NULL::text, NULL::text, NULL::integer, NULL::timestamptz,
+    NULL::integer, NULL::integer, NULL::uuid, NULL::text, NULL::timestamptz, NULL::timestamptz,
+    NULL::timestamptz, NULL::timestamptz, NULL::text, NULL::text, NULL::bytea, binding, true;
 END
 $fn$;
 
