@@ -462,6 +462,41 @@ TEST_F(SchemaTest, JobsInEveryStateSurviveTheUpgradeToTheFinishedJobsTable) {
   EXPECT_EQ(ids, (std::vector<JobId>{1, 4, 8, 10}));
 }
 
+// An application's role granted rights on the jobs table before schema 10 keeps them on the
+// view and the tables behind it, and on the jobs' sequence that the view's inserts draw from.
+TEST_F(SchemaTest, RightsGrantedOnTheJobsTableCarryOverToTheViewAndItsTables) {
+  const auto schema = must(detail::pg::SchemaName::parse("readpast"));
+  const detail::pg::Sql statements(schema);
+  SqlConnection db(url_);
+  db.script(statements.create_schema.sql);
+  for (int m = 0; m < 9; ++m) {
+    db.script(statements.migrations[static_cast<std::size_t>(m)]);
+    db.exec("INSERT INTO readpast.schema_version (version) VALUES (" + std::to_string(m + 1) + ")");
+  }
+  // Roles are the cluster's: one per test database, dropped at the end.
+  const std::string role = "\"app_" + db.scalar("SELECT current_database()") + "\"";
+  db.exec("CREATE ROLE " + role + " NOLOGIN");
+  db.exec("GRANT USAGE ON SCHEMA readpast TO " + role);
+  db.exec("GRANT SELECT, INSERT, UPDATE, DELETE ON readpast.jobs TO " + role);
+  db.exec("GRANT USAGE ON SEQUENCE readpast.jobs_id_seq TO " + role);
+  QueueOptions options;
+  options.init_schema = true;
+  must(Queue::open(url_, options));
+
+  db.exec("SET ROLE " + role);
+  db.exec("INSERT INTO readpast.jobs (queue) VALUES ('q')");
+  db.exec("INSERT INTO readpast.jobs (queue, state, finished_at) VALUES ('q', 'succeeded', now())");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.jobs"), "2");
+  EXPECT_EQ(db.scalar("UPDATE readpast.jobs SET priority = 5 WHERE state = 'available' "
+                      "RETURNING priority"),
+            "5");
+  db.exec("DELETE FROM readpast.jobs");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.jobs"), "0");
+  db.exec("RESET ROLE");
+  db.exec("DROP OWNED BY " + role);
+  db.exec("DROP ROLE " + role);
+}
+
 // The upgrade to schema 10 waits at most 5 s for its lock on the jobs table: a long
 // transaction that holds the table makes init fail, naming that session, instead of queueing
 // behind it with every worker queued behind the upgrade; nothing has changed, and init

@@ -40,13 +40,16 @@ DROP TRIGGER jobs_notify_inserted ON :"schema".done;
 DROP TRIGGER jobs_notify_available ON :"schema".done;
 DROP TRIGGER jobs_forget_errors ON :"schema".done;
 
--- The identity moves to live with the sequence's name and position.
+-- The identity moves to live with the sequence's name, position and privileges.
 DO $do$
 DECLARE
   last bigint;
   called boolean;
+  seq_acl aclitem[];
+  g record;
 BEGIN
   SELECT s.last_value, s.is_called INTO last, called FROM :"schema".jobs_id_seq s;
+  SELECT c.relacl INTO seq_acl FROM pg_class c WHERE c.oid = ':"schema".jobs_id_seq'::regclass;
   ALTER TABLE :"schema".done ALTER COLUMN id DROP IDENTITY;
   CREATE TABLE :"schema".live (
     id               bigint      GENERATED ALWAYS AS IDENTITY
@@ -86,6 +89,17 @@ BEGIN
     autovacuum_vacuum_cost_delay = 0
   );
   PERFORM setval(':"schema".jobs_id_seq', last, called);
+  FOR g IN
+    SELECT a.privilege_type, a.grantee, a.is_grantable
+    FROM aclexplode(seq_acl) a  -- none for NULL (default privileges): the function is strict
+    WHERE a.grantee <> (SELECT c.relowner FROM pg_class c
+                        WHERE c.oid = ':"schema".jobs_id_seq'::regclass)
+  LOOP
+    EXECUTE format('GRANT %s ON SEQUENCE :"schema".jobs_id_seq TO %s%s', g.privilege_type,
+                   CASE WHEN g.grantee = 0 THEN 'PUBLIC'
+                        ELSE quote_ident(pg_get_userbyid(g.grantee)) END,
+                   CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+  END LOOP;
 END
 $do$;
 
@@ -178,6 +192,31 @@ ALTER VIEW :"schema".jobs
   ALTER COLUMN max_attempts SET DEFAULT 25,
   ALTER COLUMN enqueued_at SET DEFAULT statement_timestamp(),
   ALTER COLUMN payload SET DEFAULT ''::bytea;
+
+-- Privileges: a role granted rights on the jobs table (an application's) keeps them on the
+-- view and on live; done has them already, as the renamed table.
+DO $do$
+DECLARE
+  g record;
+BEGIN
+  FOR g IN
+    SELECT a.privilege_type, a.grantee, a.is_grantable
+    FROM pg_class c, aclexplode(c.relacl) a
+    WHERE c.oid = ':"schema".done'::regclass AND a.grantee <> c.relowner
+  LOOP
+    EXECUTE format('GRANT %s ON :"schema".live TO %s%s', g.privilege_type,
+                   CASE WHEN g.grantee = 0 THEN 'PUBLIC'
+                        ELSE quote_ident(pg_get_userbyid(g.grantee)) END,
+                   CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    IF g.privilege_type IN ('SELECT', 'INSERT', 'UPDATE', 'DELETE') THEN
+      EXECUTE format('GRANT %s ON :"schema".jobs TO %s%s', g.privilege_type,
+                     CASE WHEN g.grantee = 0 THEN 'PUBLIC'
+                          ELSE quote_ident(pg_get_userbyid(g.grantee)) END,
+                     CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END IF;
+  END LOOP;
+END
+$do$;
 
 -- INSERT, UPDATE and DELETE on the view act on the table that holds (or will hold) the job:
 -- live for a live state, done for a finished one; an UPDATE that changes a job's state from
