@@ -10,6 +10,17 @@
 namespace readpast::test {
 namespace {
 
+// Builds the schema as the release at `version` left it: its migrations, recorded as applied.
+void create_schema_as_release(SqlConnection& db, int version) {
+  const auto schema = must(detail::pg::SchemaName::parse("readpast"));
+  const detail::pg::Sql statements(schema);
+  db.script(statements.create_schema.sql);
+  for (int m = 0; m < version; ++m) {
+    db.script(statements.migrations[static_cast<std::size_t>(m)]);
+    db.exec("INSERT INTO readpast.schema_version (version) VALUES (" + std::to_string(m + 1) + ")");
+  }
+}
+
 class SchemaTest : public ::testing::Test {
  protected:
   void SetUp() override { url_ = PostgresServer::shared().fresh_database_url(); }
@@ -113,13 +124,9 @@ TEST_F(SchemaTest, ANewerSchemaIsRefused) {
 
 TEST_F(SchemaTest, InitUpgradesADatabaseThatAnEarlierReleaseCreated) {
   // The database as release 1 left it: migration 1 only, with a job in it.
-  const auto schema = must(detail::pg::SchemaName::parse("readpast"));
-  const detail::pg::Sql statements(schema);
   {
     SqlConnection db(url_);
-    db.script(statements.create_schema.sql);
-    db.script(statements.migrations[0]);
-    db.exec("INSERT INTO readpast.schema_version (version) VALUES (1)");
+    create_schema_as_release(db, 1);
     db.scalar("SELECT readpast.enqueue('q', 'from release 1')");
   }
   auto old = Queue::open(url_);
@@ -146,13 +153,9 @@ TEST_F(SchemaTest, InitUpgradesADatabaseThatAnEarlierReleaseCreated) {
 // Migration 6: a schedule records the job of its latest tick. A schedule of version 5 (which
 // had ticked) keeps its definition and tick; its last job is unknown until it ticks again.
 TEST_F(SchemaTest, ASchedulesLastJobIsRecordedAfterAnUpgradeFrom5) {
-  const auto schema = must(detail::pg::SchemaName::parse("readpast"));
-  const detail::pg::Sql statements(schema);
   {
     SqlConnection db(url_);
-    db.script(statements.create_schema.sql);
-    for (int m = 0; m < 5; ++m) db.script(statements.migrations[static_cast<std::size_t>(m)]);
-    db.exec("INSERT INTO readpast.schema_version (version) VALUES (1), (2), (3), (4), (5)");
+    create_schema_as_release(db, 5);
     db.exec(
         "INSERT INTO readpast.schedules (name, queue, spec, payload, created_at, last_tick_at) "
         "VALUES ('beat', 'ticks', 'every 1m', 'p', 'epoch', 'epoch'::timestamptz + "
@@ -181,13 +184,9 @@ TEST_F(SchemaTest, ASchedulesLastJobIsRecordedAfterAnUpgradeFrom5) {
 // Migration 7: progress, error history and unique windows. A job of version 6 keeps its
 // last_error with no history before the upgrade; the history of a job goes with it.
 TEST_F(SchemaTest, ProgressErrorsAndWindowsWorkAfterAnUpgradeFrom6) {
-  const auto schema = must(detail::pg::SchemaName::parse("readpast"));
-  const detail::pg::Sql statements(schema);
   {
     SqlConnection db(url_);
-    db.script(statements.create_schema.sql);
-    for (int m = 0; m < 6; ++m) db.script(statements.migrations[static_cast<std::size_t>(m)]);
-    db.exec("INSERT INTO readpast.schema_version (version) VALUES (1), (2), (3), (4), (5), (6)");
+    create_schema_as_release(db, 6);
     db.exec(
         "INSERT INTO readpast.jobs (queue, state, attempts, max_attempts, finished_at, "
         "last_error) VALUES ('q', 'dead', 1, 1, now(), 'from release 6')");
@@ -329,16 +328,9 @@ TEST_F(EngineDetailsTest, TimesAreTheDatabasesAndMicrosecondExact) {
 // then wait for either.
 TEST_F(SchemaTest, JobsInFlightSurviveTheUpgradeToDependencies) {
   constexpr int kBeforeDependencies = 8;
-  const auto schema = must(detail::pg::SchemaName::parse("readpast"));
-  const detail::pg::Sql statements(schema);
   {
     SqlConnection db(url_);
-    db.script(statements.create_schema.sql);
-    for (int m = 0; m < kBeforeDependencies; ++m) {
-      db.script(statements.migrations[static_cast<std::size_t>(m)]);
-      db.exec("INSERT INTO readpast.schema_version (version) VALUES (" + std::to_string(m + 1) +
-              ")");
-    }
+    create_schema_as_release(db, kBeforeDependencies);
     db.exec(
         "INSERT INTO readpast.jobs (queue, payload, state, attempts, lease_token, leased_by, "
         "lease_expires_at, started_at) VALUES ('q', 'running', 'running', 1, "
@@ -374,18 +366,11 @@ TEST_F(SchemaTest, JobsInFlightSurviveTheUpgradeToDependencies) {
 // key stays held; a waiting job is released by its dependency's success.
 TEST_F(SchemaTest, JobsInEveryStateSurviveTheUpgradeToTheFinishedJobsTable) {
   constexpr int kBeforeFinishedTable = 9;
-  const auto schema = must(detail::pg::SchemaName::parse("readpast"));
-  const detail::pg::Sql statements(schema);
   const std::string token1 = "00000000000000000000000000000001";
   const std::string token2 = "00000000000000000000000000000002";
   {
     SqlConnection db(url_);
-    db.script(statements.create_schema.sql);
-    for (int m = 0; m < kBeforeFinishedTable; ++m) {
-      db.script(statements.migrations[static_cast<std::size_t>(m)]);
-      db.exec("INSERT INTO readpast.schema_version (version) VALUES (" + std::to_string(m + 1) +
-              ")");
-    }
+    create_schema_as_release(db, kBeforeFinishedTable);
     const std::string running =
         "INSERT INTO readpast.jobs (queue, payload, state, attempts, max_attempts, lease_token, "
         "leased_by, lease_expires_at, started_at, last_error) VALUES ('q', '%s', 'running', 1, "
@@ -465,14 +450,8 @@ TEST_F(SchemaTest, JobsInEveryStateSurviveTheUpgradeToTheFinishedJobsTable) {
 // An application's role granted rights on the jobs table before schema 10 keeps them on the
 // view and the tables behind it, and on the jobs' sequence that the view's inserts draw from.
 TEST_F(SchemaTest, RightsGrantedOnTheJobsTableCarryOverToTheViewAndItsTables) {
-  const auto schema = must(detail::pg::SchemaName::parse("readpast"));
-  const detail::pg::Sql statements(schema);
   SqlConnection db(url_);
-  db.script(statements.create_schema.sql);
-  for (int m = 0; m < 9; ++m) {
-    db.script(statements.migrations[static_cast<std::size_t>(m)]);
-    db.exec("INSERT INTO readpast.schema_version (version) VALUES (" + std::to_string(m + 1) + ")");
-  }
+  create_schema_as_release(db, 9);
   // Roles are the cluster's: one per test database, dropped at the end.
   const std::string role = "\"app_" + db.scalar("SELECT current_database()") + "\"";
   db.exec("CREATE ROLE " + role + " NOLOGIN");
@@ -502,15 +481,8 @@ TEST_F(SchemaTest, RightsGrantedOnTheJobsTableCarryOverToTheViewAndItsTables) {
 // behind it with every worker queued behind the upgrade; nothing has changed, and init
 // succeeds once the transaction ends.
 TEST_F(SchemaTest, TheUpgradeToTheFinishedJobsTableGivesUpOnALongTransactionAndSaysWhich) {
-  const auto schema = must(detail::pg::SchemaName::parse("readpast"));
-  const detail::pg::Sql statements(schema);
   SqlConnection holder(url_);
-  holder.script(statements.create_schema.sql);
-  for (int m = 0; m < 9; ++m) {
-    holder.script(statements.migrations[static_cast<std::size_t>(m)]);
-    holder.exec("INSERT INTO readpast.schema_version (version) VALUES (" + std::to_string(m + 1) +
-                ")");
-  }
+  create_schema_as_release(holder, 9);
   holder.exec("INSERT INTO readpast.jobs (queue) VALUES ('q')");
   const std::string pid = holder.scalar("SELECT pg_backend_pid()");
   holder.exec("BEGIN");
