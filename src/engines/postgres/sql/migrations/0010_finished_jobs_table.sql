@@ -198,21 +198,19 @@ ALTER VIEW :"schema".jobs
 DO $do$
 DECLARE
   g record;
+  grantee text;  -- "TO …" as GRANT writes it, with the grant option when it was given
 BEGIN
   FOR g IN
     SELECT a.privilege_type, a.grantee, a.is_grantable
     FROM pg_class c, aclexplode(c.relacl) a
     WHERE c.oid = ':"schema".done'::regclass AND a.grantee <> c.relowner
   LOOP
-    EXECUTE format('GRANT %s ON :"schema".live TO %s%s', g.privilege_type,
-                   CASE WHEN g.grantee = 0 THEN 'PUBLIC'
-                        ELSE quote_ident(pg_get_userbyid(g.grantee)) END,
-                   CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    grantee := CASE WHEN g.grantee = 0 THEN 'PUBLIC'
+                    ELSE quote_ident(pg_get_userbyid(g.grantee)) END
+               || CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END;
+    EXECUTE format('GRANT %s ON :"schema".live TO %s', g.privilege_type, grantee);
     IF g.privilege_type IN ('SELECT', 'INSERT', 'UPDATE', 'DELETE') THEN
-      EXECUTE format('GRANT %s ON :"schema".jobs TO %s%s', g.privilege_type,
-                     CASE WHEN g.grantee = 0 THEN 'PUBLIC'
-                          ELSE quote_ident(pg_get_userbyid(g.grantee)) END,
-                     CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+      EXECUTE format('GRANT %s ON :"schema".jobs TO %s', g.privilege_type, grantee);
     END IF;
   END LOOP;
 END
@@ -312,25 +310,18 @@ BEGIN
   END IF;
   IF (NEW.state IN ('available', 'running', 'waiting'))
      = (OLD.state IN ('available', 'running', 'waiting')) THEN
-    IF OLD.state IN ('available', 'running', 'waiting') THEN
-      UPDATE :"schema".live SET (queue, state, priority, run_at, attempts, max_attempts,
-        lease_token, leased_by, lease_expires_at, enqueued_at, started_at, finished_at,
-        unique_key, last_error, payload, progress, waiting_for, notify, delay_us, group_name)
-      = (NEW.queue, NEW.state, NEW.priority, NEW.run_at, NEW.attempts, NEW.max_attempts,
-         NEW.lease_token, NEW.leased_by, NEW.lease_expires_at, NEW.enqueued_at, NEW.started_at,
-         NEW.finished_at, NEW.unique_key, NEW.last_error, NEW.payload, NEW.progress,
-         NEW.waiting_for, NEW.notify, NEW.delay_us, NEW.group_name)
-      WHERE id = OLD.id;
-    ELSE
-      UPDATE :"schema".done SET (queue, state, priority, run_at, attempts, max_attempts,
-        lease_token, leased_by, lease_expires_at, enqueued_at, started_at, finished_at,
-        unique_key, last_error, payload, progress, waiting_for, notify, delay_us, group_name)
-      = (NEW.queue, NEW.state, NEW.priority, NEW.run_at, NEW.attempts, NEW.max_attempts,
-         NEW.lease_token, NEW.leased_by, NEW.lease_expires_at, NEW.enqueued_at, NEW.started_at,
-         NEW.finished_at, NEW.unique_key, NEW.last_error, NEW.payload, NEW.progress,
-         NEW.waiting_for, NEW.notify, NEW.delay_us, NEW.group_name)
-      WHERE id = OLD.id;
-    END IF;
+    -- In place, in whichever table holds it (both have the view's columns, in its order).
+    EXECUTE format('UPDATE :"schema".%I SET (queue, state, priority, run_at, attempts,
+        max_attempts, lease_token, leased_by, lease_expires_at, enqueued_at, started_at,
+        finished_at, unique_key, last_error, payload, progress, waiting_for, notify, delay_us,
+        group_name)
+      = (($1).queue, ($1).state, ($1).priority, ($1).run_at, ($1).attempts, ($1).max_attempts,
+        ($1).lease_token, ($1).leased_by, ($1).lease_expires_at, ($1).enqueued_at,
+        ($1).started_at, ($1).finished_at, ($1).unique_key, ($1).last_error, ($1).payload,
+        ($1).progress, ($1).waiting_for, ($1).notify, ($1).delay_us, ($1).group_name)
+      WHERE id = $2',
+        CASE WHEN OLD.state IN ('available', 'running', 'waiting') THEN 'live' ELSE 'done' END)
+      USING NEW, OLD.id;
   ELSIF NEW.state IN ('available', 'running', 'waiting') THEN
     INSERT INTO :"schema".live OVERRIDING SYSTEM VALUE SELECT NEW.*;
     DELETE FROM :"schema".done WHERE id = OLD.id;
