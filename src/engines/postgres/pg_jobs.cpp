@@ -1,6 +1,7 @@
 #include "engines/postgres/pg_jobs.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <numeric>
 
@@ -279,6 +280,25 @@ Job read_job(const Rows& rows, int row) {
   job.last_error = rows.optional_text(row, 14);
   job.payload = rows.text(row, 15);
   return job;
+}
+
+void read_lease_report(const Rows& rows, int row, LeaseReport& report) {
+  // Columns after the job's 16 (sql/statements.sql, -- name: lease).
+  constexpr int kXmin = 16, kXmax = 17, kLeasedAt = 18, kLanes = 19, kBlocked = 20;
+  report.snapshot_xmin = static_cast<std::uint64_t>(rows.int8(row, kXmin));
+  report.snapshot_xmax = static_cast<std::uint64_t>(rows.int8(row, kXmax));
+  report.leased_at = rows.timestamptz(row, kLeasedAt);
+  report.blocked = rows.boolean(row, kBlocked);
+  report.lanes.clear();
+  const std::string lanes = rows.text(row, kLanes);
+  for (std::size_t at = 0; at < lanes.size();) {
+    std::size_t end = lanes.find(',', at);
+    if (end == std::string::npos) end = lanes.size();
+    int priority = 0;
+    std::from_chars(lanes.data() + at, lanes.data() + end, priority);
+    report.lanes.push_back(priority);
+    at = end + 1;
+  }
 }
 
 }  // namespace readpast::detail::pg

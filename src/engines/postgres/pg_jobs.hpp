@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "engines/postgres/lease_frontier.hpp"
 #include "engines/postgres/pg_connection.hpp"
 #include "engines/postgres/postgres_sql.hpp"
 #include "readpast/job.hpp"
@@ -24,5 +25,8 @@ bool any_unique_key(std::span<const NewJob> jobs);
 
 // A row selected with the job columns of sql/statements.sql, in their order.
 Job read_job(const Rows& rows, int row);
+
+// The lease statement's last row (the one without an id): what the lease saw, into report.
+void read_lease_report(const Rows& rows, int row, LeaseReport& report);
 
 }  // namespace readpast::detail::pg

@@ -1,0 +1,301 @@
+// The lease's frontiers (src/engines/postgres/lease_frontier.hpp, migration 11): a lease starts
+// each lane where earlier leases of the process proved that nothing is left, and yet hands out
+// every job that appears behind that point: one committed late (the outbox), one dated in the
+// past, one of a statement that ran long, one of a new lane, one nobody registered. Then what
+// it is for: under a snapshot another session holds, a lease does not walk what was leased
+// before. And the frontier's own bookkeeping, without a database.
+#include "engines/postgres/lease_frontier.hpp"
+
+#include <future>
+
+#include "pg_test_util.hpp"
+
+namespace readpast::test {
+namespace {
+
+using LeaseFrontierTest = PostgresTest;
+using detail::pg::LaneKey;
+using detail::pg::LeaseFrontier;
+using detail::pg::LeaseReport;
+
+// Leases and completes every job of the queue, `max_jobs` at a time; the ids, in the order
+// they were handed out.
+std::vector<JobId> drain(Queue& queue, const std::string& name, int max_jobs = 10) {
+  std::vector<JobId> ids;
+  while (true) {
+    auto leased = must(queue.lease({.queue = name, .worker_id = "w", .max_jobs = max_jobs}));
+    if (leased.empty()) return ids;
+    std::vector<LeasedRef> refs;
+    for (const Job& j : leased) {
+      ids.push_back(j.id);
+      refs.push_back(LeasedRef{j.id, *j.lease_token});
+    }
+    must(queue.complete_batch(refs));
+  }
+}
+
+// Enqueues `n` jobs and drains them, in rounds more than δ apart, so that the process' frontier
+// stands past all of them.
+void advance_the_frontier(Queue& queue, const std::string& name, int rounds = 3) {
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<NewJob> jobs(5, job(name));
+    must(queue.enqueue_batch(jobs));
+    std::this_thread::sleep_for(LeaseFrontier::kDelta * 2);
+    ASSERT_EQ(drain(queue, name).size(), 5u);
+  }
+}
+
+TEST_F(LeaseFrontierTest, AJobCommittedAfterLaterOnesWereLeasedIsHandedOutNext) {
+  Queue queue = open();
+  advance_the_frontier(queue, "q");
+  // The outbox: an application's transaction enqueues, and commits only after other jobs,
+  // enqueued later, have been leased past its job's place.
+  SqlConnection app = sql();
+  app.exec("BEGIN");
+  const std::string late = app.scalar("SELECT readpast.enqueue('q', 'late'::bytea)");
+  std::this_thread::sleep_for(LeaseFrontier::kDelta * 2);
+  for (int round = 0; round < 3; ++round) {
+    must(queue.enqueue(job("q")));
+    std::this_thread::sleep_for(LeaseFrontier::kDelta * 2);
+    ASSERT_EQ(drain(queue, "q").size(), 1u);
+  }
+  app.exec("COMMIT");
+  auto leased = must(queue.lease({.queue = "q", .worker_id = "w"}));
+  ASSERT_EQ(leased.size(), 1u) << "the late commit was passed over";
+  EXPECT_EQ(std::to_string(leased[0].id), late);
+}
+
+TEST_F(LeaseFrontierTest, AJobDatedBeforeTheFrontierIsHandedOutByTheNextLease) {
+  Queue queue = open();
+  advance_the_frontier(queue, "q");
+  NewJob old = job("q", "old");
+  old.run_at = must(queue.now()) - std::chrono::hours(1);
+  const JobId id = must(queue.enqueue(old)).id;
+  auto leased = must(queue.lease({.queue = "q", .worker_id = "w"}));
+  ASSERT_EQ(leased.size(), 1u) << "the job dated in the past was passed over";
+  EXPECT_EQ(leased[0].id, id);
+  // It was announced: a mark names its key.
+  SqlConnection db = sql();
+  EXPECT_EQ(
+      db.scalar("SELECT count(*) FROM readpast.lane_marks WHERE id = $1", {std::to_string(id)}),
+      "1");
+}
+
+TEST_F(LeaseFrontierTest, AJobMadeAvailableAgainWithAnOldRunAtIsHandedOutByTheNextLease) {
+  Queue queue = open();
+  NewJob later = job("q", "later");
+  later.delay = std::chrono::hours(1);
+  const JobId id = must(queue.enqueue(later)).id;
+  advance_the_frontier(queue, "q");
+  // A hand edit through the view moves the scheduled job to a time the frontier has passed.
+  SqlConnection db = sql();
+  db.exec(
+      "UPDATE readpast.jobs SET run_at = statement_timestamp() - interval '1 hour' "
+      "WHERE id = " +
+      std::to_string(id));
+  auto leased = must(queue.lease({.queue = "q", .worker_id = "w"}));
+  ASSERT_EQ(leased.size(), 1u) << "the job moved back in time was passed over";
+  EXPECT_EQ(leased[0].id, id);
+}
+
+TEST_F(LeaseFrontierTest, AJobOfAStatementThatRanLongIsHandedOutOnceItCommits) {
+  Queue queue = open();
+  advance_the_frontier(queue, "q");
+  // The insert is dated when its statement starts, and writes two seconds later; meanwhile
+  // leases of other jobs move the frontier past its date (and stop well before it commits).
+  auto slow = std::async(std::launch::async, [this] {
+    SqlConnection db = sql();
+    return db.scalar(
+        "INSERT INTO readpast.jobs (queue, payload) SELECT 'q', 'slow'::bytea "
+        "FROM pg_sleep(2) RETURNING id");
+  });
+  const auto started = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - started < 1200ms) {
+    must(queue.enqueue(job("q")));
+    std::this_thread::sleep_for(LeaseFrontier::kDelta * 2);
+    drain(queue, "q");
+  }
+  const std::string id = slow.get();
+  auto leased = must(queue.lease({.queue = "q", .worker_id = "w"}));
+  ASSERT_EQ(leased.size(), 1u) << "the slow statement's job was passed over";
+  EXPECT_EQ(std::to_string(leased[0].id), id);
+}
+
+TEST_F(LeaseFrontierTest, AJobOfANewHigherPriorityIsHandedOutFirst) {
+  Queue queue = open();
+  advance_the_frontier(queue, "q");
+  std::vector<NewJob> jobs(3, job("q"));
+  must(queue.enqueue_batch(jobs));
+  NewJob urgent = job("q", "urgent");
+  urgent.priority = 0;  // a lane the queue has not used
+  const JobId id = must(queue.enqueue(urgent)).id;
+  auto leased = must(queue.lease({.queue = "q", .worker_id = "w"}));
+  ASSERT_EQ(leased.size(), 1u);
+  EXPECT_EQ(leased[0].id, id);
+  EXPECT_EQ(drain(queue, "q").size(), 3u);
+}
+
+TEST_F(LeaseFrontierTest, UnderAHeldSnapshotALeaseReadsOnlyWhatWasLeasedSinceTheLastOne) {
+  {
+    Queue producer = open();
+    std::vector<NewJob> jobs(3000, job("q"));
+    must(producer.enqueue_batch(jobs));
+  }
+  std::this_thread::sleep_for(LeaseFrontier::kDelta * 2);
+  // Another session holds a snapshot: nothing that the leases and completions below leave
+  // behind may be removed, nor its index entries marked dead.
+  SqlConnection holder = sql();
+  holder.exec("BEGIN ISOLATION LEVEL REPEATABLE READ");
+  holder.exec("SELECT count(*) FROM pg_class");
+  const std::string holder_pid = holder.scalar("SELECT pg_backend_pid()");
+  SqlConnection db = sql();
+  // Entries of jobs_lease_idx returned to scans, as counted once every other session of the
+  // database has ended (a backend reports its counts when it exits, or after idling a while).
+  auto entries_read = [&] {
+    EXPECT_TRUE(eventually(
+        [&] {
+          return db.scalar(
+                     "SELECT count(*) FROM pg_stat_activity "
+                     "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                     "AND pid <> $1",
+                     {holder_pid}) == "0";
+        },
+        10s));
+    db.exec("SELECT pg_stat_clear_snapshot()");
+    return std::stoll(db.scalar(
+        "SELECT idx_tup_read FROM pg_stat_user_indexes WHERE indexrelname = 'jobs_lease_idx'"));
+  };
+  const long long before = entries_read();
+  {
+    Queue queue = open();
+    const auto started = std::chrono::steady_clock::now();
+    for (int i = 0; i < 26; ++i) {  // 2,600 jobs leased and deleted, none removable
+      auto leased = must(queue.lease({.queue = "q", .worker_id = "w", .max_jobs = 100}));
+      ASSERT_EQ(leased.size(), 100u);
+      std::vector<LeasedRef> refs;
+      for (const Job& j : leased) refs.push_back(LeasedRef{j.id, *j.lease_token});
+      must(queue.complete_batch(refs));
+    }
+    // One head scan (the first lease) and the rest from frontiers.
+    ASSERT_LT(std::chrono::steady_clock::now() - started, LeaseFrontier::kHeadScanEvery);
+  }
+  const long long read = entries_read() - before;
+  // Each lease from the head reads the entries every earlier one left: 100 + 200 + … + 2,600
+  // = 35,100 in all. From frontiers, each reads about the 100 it takes.
+  EXPECT_LT(read, 8000) << "the leases walked what earlier leases had taken";
+  EXPECT_GE(read, 2600);
+  holder.exec("COMMIT");
+}
+
+// The bookkeeping alone: reports as the lease statement would give them.
+LeaseReport report(std::uint64_t xmin, std::uint64_t xmax, TimePoint at, int max_jobs,
+                   std::vector<std::pair<int, LaneKey>> taken, std::vector<int> lanes = {100}) {
+  LeaseReport r;
+  r.snapshot_xmin = xmin;
+  r.snapshot_xmax = xmax;
+  r.leased_at = at;
+  r.max_jobs = max_jobs;
+  r.taken = std::move(taken);
+  r.lanes = std::move(lanes);
+  return r;
+}
+
+TimePoint at_seconds(int s) {
+  return TimePoint(std::chrono::seconds(1'800'000'000 + s));
+}
+
+TEST(LeaseFrontierBookkeeping, TheFirstLeaseAndOneAfterAFailureReadFromTheHead) {
+  LeaseFrontier f;
+  const auto now = std::chrono::steady_clock::now();
+  EXPECT_TRUE(f.plan(now).from_head);
+  EXPECT_FALSE(f.plan(now).from_head);
+  f.lease_failed();
+  EXPECT_TRUE(f.plan(now).from_head);
+  EXPECT_FALSE(f.plan(now + 1s).from_head);
+  EXPECT_TRUE(f.plan(now + LeaseFrontier::kHeadScanEvery + 1s).from_head);
+}
+
+TEST(LeaseFrontierBookkeeping, ALeaseIsNotPassedUntilTheTransactionsItCouldNotSeeHaveEnded) {
+  LeaseFrontier f;
+  const auto now = std::chrono::steady_clock::now();
+  f.plan(now);
+  // Lease 1 took up to key (t0, 10); transaction 50 was running at its snapshot.
+  f.record(
+      report(50, 60, at_seconds(10), 2, {{100, {at_seconds(0), 9}}, {100, {at_seconds(0), 10}}}),
+      now);
+  EXPECT_TRUE(f.plan(now).lanes.empty()) << "nothing settles lease 1 yet";
+  // Lease 2 still sees 50 running.
+  f.record(
+      report(50, 70, at_seconds(11), 2, {{100, {at_seconds(1), 20}}, {100, {at_seconds(1), 21}}}),
+      now);
+  EXPECT_TRUE(f.plan(now).lanes.empty());
+  // Lease 3: every transaction below 60 has ended, which settles lease 1 (not lease 2).
+  f.record(
+      report(60, 80, at_seconds(12), 2, {{100, {at_seconds(2), 30}}, {100, {at_seconds(2), 31}}}),
+      now);
+  auto plan = f.plan(now);
+  ASSERT_EQ(plan.lanes.size(), 1u);
+  EXPECT_EQ(plan.lanes[0].priority, 100);
+  EXPECT_EQ(plan.lanes[0].from, (LaneKey{at_seconds(0), 10}));
+  EXPECT_EQ(plan.lanes[0].marks_from, 60u) << "marks of transactions lease 1 could not rule out";
+}
+
+TEST(LeaseFrontierBookkeeping, ALaneReadToItsEndStopsDeltaBeforeTheLease) {
+  LeaseFrontier f;
+  const auto now = std::chrono::steady_clock::now();
+  f.plan(now);
+  // Not full: the lane was read to its end; nothing was running (xmin = xmax).
+  f.record(report(90, 90, at_seconds(20), 10, {{100, {at_seconds(19), 5}}}), now);
+  auto plan = f.plan(now);
+  ASSERT_EQ(plan.lanes.size(), 1u);
+  EXPECT_EQ(
+      plan.lanes[0].from,
+      (LaneKey{at_seconds(20) - std::chrono::duration_cast<Duration>(LeaseFrontier::kDelta), 0}));
+}
+
+TEST(LeaseFrontierBookkeeping, LanesAFullBatchDidNotReachKeepTheirFrontier) {
+  LeaseFrontier f;
+  const auto now = std::chrono::steady_clock::now();
+  f.plan(now);
+  f.record(report(5, 5, at_seconds(30), 10, {}, {0, 100}), now);  // both lanes empty
+  auto plan = f.plan(now);
+  ASSERT_EQ(plan.lanes.size(), 2u);
+  const LaneKey lane_100 = plan.lanes[1].from;
+  // A full batch from lane 0 alone: lane 100 was not read, and must not move.
+  std::vector<std::pair<int, LaneKey>> taken;
+  for (int i = 0; i < 10; ++i) taken.push_back({0, {at_seconds(31), 100 + i}});
+  f.record(report(6, 6, at_seconds(40), 10, taken, {0, 100}), now);
+  plan = f.plan(now);
+  ASSERT_EQ(plan.lanes.size(), 2u);
+  EXPECT_EQ(plan.lanes[0].from, (LaneKey{at_seconds(31), 109}));
+  EXPECT_EQ(plan.lanes[1].from, lane_100);
+}
+
+TEST(LeaseFrontierBookkeeping, ARescueStartsAMarginBeforeThePreviousOneAndReadsAllNowAndThen) {
+  LeaseFrontier f;
+  const auto now = std::chrono::steady_clock::now();
+  EXPECT_FALSE(f.rescue_plan(now).has_value()) << "the first rescue reads every running job";
+  f.rescue_done(now);  // no lease yet: the database's time is not known
+  EXPECT_FALSE(f.rescue_plan(now + 1s).has_value());
+  f.plan(now);
+  f.record(report(1, 1, at_seconds(100), 10, {}), now);  // the database said 100 s at `now`
+  f.rescue_plan(now + 2s);
+  f.rescue_done(now + 2s);
+  const auto margin = std::chrono::duration_cast<Duration>(LeaseFrontier::kRescueMargin);
+  EXPECT_EQ(f.rescue_plan(now + 3s), at_seconds(102) - margin);
+  EXPECT_FALSE(f.rescue_plan(now + 3s + LeaseFrontier::kFullRescueEvery).has_value());
+}
+
+TEST(LeaseFrontierBookkeeping, APausedQueuesEmptyLeaseProvesNothing) {
+  LeaseFrontier f;
+  const auto now = std::chrono::steady_clock::now();
+  f.plan(now);
+  LeaseReport blocked = report(5, 5, at_seconds(50), 10, {});
+  blocked.blocked = true;
+  f.record(blocked, now);
+  EXPECT_TRUE(f.plan(now).lanes.empty());
+  EXPECT_FALSE(f.earliest_start(now).has_value());
+}
+
+}  // namespace
+}  // namespace readpast::test
