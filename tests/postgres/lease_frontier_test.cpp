@@ -189,14 +189,13 @@ TEST_F(LeaseFrontierTest, UnderAHeldSnapshotALeaseReadsOnlyWhatWasLeasedSinceThe
 
 // The bookkeeping alone: reports as the lease statement would give them.
 LeaseReport report(std::uint64_t xmin, std::uint64_t xmax, TimePoint at, int max_jobs,
-                   std::vector<std::pair<int, LaneKey>> taken, std::vector<int> lanes = {100}) {
+                   std::vector<std::pair<int, LaneKey>> taken) {
   LeaseReport r;
   r.snapshot_xmin = xmin;
   r.snapshot_xmax = xmax;
   r.leased_at = at;
   r.max_jobs = max_jobs;
   r.taken = std::move(taken);
-  r.lanes = std::move(lanes);
   return r;
 }
 
@@ -257,18 +256,25 @@ TEST(LeaseFrontierBookkeeping, LanesAFullBatchDidNotReachKeepTheirFrontier) {
   LeaseFrontier f;
   const auto now = std::chrono::steady_clock::now();
   f.plan(now);
-  f.record(report(5, 5, at_seconds(30), 10, {}, {0, 100}), now);  // both lanes empty
+  // One job from each lane, the batch not full: both lanes were read to their end.
+  f.record(report(5, 5, at_seconds(30), 10, {{0, {at_seconds(29), 1}}, {100, {at_seconds(29), 2}}}),
+           now);
   auto plan = f.plan(now);
   ASSERT_EQ(plan.lanes.size(), 2u);
   const LaneKey lane_100 = plan.lanes[1].from;
   // A full batch from lane 0 alone: lane 100 was not read, and must not move.
   std::vector<std::pair<int, LaneKey>> taken;
   for (int i = 0; i < 10; ++i) taken.push_back({0, {at_seconds(31), 100 + i}});
-  f.record(report(6, 6, at_seconds(40), 10, taken, {0, 100}), now);
+  f.record(report(6, 6, at_seconds(40), 10, taken), now);
   plan = f.plan(now);
   ASSERT_EQ(plan.lanes.size(), 2u);
   EXPECT_EQ(plan.lanes[0].from, (LaneKey{at_seconds(31), 109}));
   EXPECT_EQ(plan.lanes[1].from, lane_100);
+  // A batch that is not full read lane 100 too, though it took nothing there.
+  f.record(report(7, 7, at_seconds(50), 10, {{0, {at_seconds(41), 200}}}), now);
+  plan = f.plan(now);
+  ASSERT_EQ(plan.lanes.size(), 2u);
+  EXPECT_GT(plan.lanes[1].from, lane_100);
 }
 
 TEST(LeaseFrontierBookkeeping, ARescueStartsAMarginBeforeThePreviousOneAndReadsAllNowAndThen) {
@@ -278,7 +284,8 @@ TEST(LeaseFrontierBookkeeping, ARescueStartsAMarginBeforeThePreviousOneAndReadsA
   f.rescue_done(now);  // no lease yet: the database's time is not known
   EXPECT_FALSE(f.rescue_plan(now + 1s).has_value());
   f.plan(now);
-  f.record(report(1, 1, at_seconds(100), 10, {}), now);  // the database said 100 s at `now`
+  // The database said 100 s at `now`.
+  f.record(report(1, 1, at_seconds(100), 10, {{100, {at_seconds(99), 1}}}), now);
   f.rescue_plan(now + 2s);
   f.rescue_done(now + 2s);
   const auto margin = std::chrono::duration_cast<Duration>(LeaseFrontier::kRescueMargin);
@@ -286,13 +293,12 @@ TEST(LeaseFrontierBookkeeping, ARescueStartsAMarginBeforeThePreviousOneAndReadsA
   EXPECT_FALSE(f.rescue_plan(now + 3s + LeaseFrontier::kFullRescueEvery).has_value());
 }
 
-TEST(LeaseFrontierBookkeeping, APausedQueuesEmptyLeaseProvesNothing) {
+TEST(LeaseFrontierBookkeeping, ALeaseThatTookNothingProvesNothing) {
+  // It may have read nothing at all (a paused or limited queue).
   LeaseFrontier f;
   const auto now = std::chrono::steady_clock::now();
   f.plan(now);
-  LeaseReport blocked = report(5, 5, at_seconds(50), 10, {});
-  blocked.blocked = true;
-  f.record(blocked, now);
+  f.record(report(5, 5, at_seconds(50), 10, {}), now);
   EXPECT_TRUE(f.plan(now).lanes.empty());
   EXPECT_FALSE(f.earliest_start(now).has_value());
 }

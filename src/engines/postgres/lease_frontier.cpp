@@ -40,9 +40,9 @@ void LeaseFrontier::offer(Lane& lane, int priority, const Seen& i, const Seen& j
 }
 
 void LeaseFrontier::record(const LeaseReport& report, std::chrono::steady_clock::time_point now) {
+  if (report.taken.empty()) return;
   clock_.emplace(report.leased_at, now);
-  if (report.blocked) return;  // a paused or limited queue: the lease read nothing
-  known_lanes_ = report.lanes;
+  for (const auto& taken : report.taken) lanes_.try_emplace(taken.first);
   const bool full = std::ssize(report.taken) >= report.max_jobs;
   // Lanes are read in priority order and a full batch stops in the last lane it took from:
   // the lanes before it were read to their end, that one up to its last key, the rest not.
@@ -59,13 +59,12 @@ void LeaseFrontier::record(const LeaseReport& report, std::chrono::steady_clock:
     }
   }
   const LaneKey dated{report.leased_at - std::chrono::duration_cast<Duration>(kDelta), 0};
-  for (int priority : report.lanes) {
+  for (auto& [priority, lane] : lanes_) {  // in priority order
     if (last_lane && priority > *last_lane) break;
     const LaneKey covered =
         last_lane && priority == *last_lane ? *last_key : read_to_end(report.leased_at);
     const Seen latest{report.snapshot_xmin, report.snapshot_xmax, covered,
                       std::min(covered, dated)};
-    Lane& lane = lanes_[priority];
     // The new lease as the settling one, as the settled one, and as both (a snapshot with no
     // transaction in flight settles itself).
     for (const Seen& earlier : lane.seen) {
@@ -100,12 +99,12 @@ std::optional<TimePoint> LeaseFrontier::earliest_start(
     std::chrono::steady_clock::time_point now) const {
   if (head_scan_due(now)) return std::nullopt;
   std::optional<TimePoint> earliest;
-  for (int priority : known_lanes_) {
-    auto it = lanes_.find(priority);
-    if (it == lanes_.end() || !it->second.frontier) return std::nullopt;
-    const TimePoint at = it->second.frontier->from.run_at;
+  for (const auto& [priority, lane] : lanes_) {
+    if (!lane.frontier) return std::nullopt;
+    const TimePoint at = lane.frontier->from.run_at;
     if (!earliest || at < *earliest) earliest = at;
   }
+  if (lanes_.empty()) return std::nullopt;
   return earliest;
 }
 

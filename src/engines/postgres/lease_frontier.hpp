@@ -59,13 +59,12 @@ struct LeasePlan {
   std::vector<LaneStart> lanes;
 };
 
-// What a lease statement reported about itself.
+// What a lease statement reported about itself, with the jobs it took. A lease that took
+// nothing reports nothing (it may have read nothing: a paused or limited queue).
 struct LeaseReport {
   std::uint64_t snapshot_xmin = 0;
   std::uint64_t snapshot_xmax = 0;
   TimePoint leased_at{};
-  std::vector<int> lanes;  // the queue's lanes at the snapshot, in priority order
-  bool blocked = false;    // paused or limited: nothing was read
   int max_jobs = 0;
   std::vector<std::pair<int, LaneKey>> taken;  // (priority, key) of each job leased
 };
@@ -84,7 +83,10 @@ class LeaseFrontier {
   bool head_scan_due(std::chrono::steady_clock::time_point now) const {
     return head_scan_due_ || now - last_head_scan_ >= kHeadScanEvery;
   }
-  // A lease planned by plan() came back at `now` with `report`.
+  // A lease planned by plan() came back at `now` with `report`. The lanes it read are those
+  // of the jobs it took and every lane an earlier lease took from: the statement reads every
+  // lane the database lists, in priority order, until the batch is full, and lanes are never
+  // removed.
   void record(const LeaseReport& report, std::chrono::steady_clock::time_point now);
   // A lease of this process failed: rows it had locked may be behind the frontiers now.
   void lease_failed() { head_scan_due_ = true; }
@@ -123,8 +125,7 @@ class LeaseFrontier {
   // The database's clock at a steady time of this process (from the last lease's report).
   std::optional<TimePoint> database_time(std::chrono::steady_clock::time_point at) const;
 
-  std::map<int, Lane> lanes_;
-  std::vector<int> known_lanes_;  // as the last report listed them
+  std::map<int, Lane> lanes_;  // every lane a lease of this process took a job from
   bool head_scan_due_ = true;
   std::chrono::steady_clock::time_point last_head_scan_{};
   std::optional<std::pair<TimePoint, std::chrono::steady_clock::time_point>> clock_;

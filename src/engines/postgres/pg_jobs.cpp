@@ -1,7 +1,6 @@
 #include "engines/postgres/pg_jobs.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <numeric>
 
@@ -282,23 +281,12 @@ Job read_job(const Rows& rows, int row) {
   return job;
 }
 
-void read_lease_report(const Rows& rows, int row, LeaseReport& report) {
-  // Columns after the job's 16 (sql/statements.sql, -- name: lease).
-  constexpr int kXmin = 16, kXmax = 17, kLeasedAt = 18, kLanes = 19, kBlocked = 20;
-  report.snapshot_xmin = static_cast<std::uint64_t>(rows.int8(row, kXmin));
-  report.snapshot_xmax = static_cast<std::uint64_t>(rows.int8(row, kXmax));
-  report.leased_at = rows.timestamptz(row, kLeasedAt);
-  report.blocked = rows.boolean(row, kBlocked);
-  report.lanes.clear();
-  const std::string lanes = rows.text(row, kLanes);
-  for (std::size_t at = 0; at < lanes.size();) {
-    std::size_t end = lanes.find(',', at);
-    if (end == std::string::npos) end = lanes.size();
-    int priority = 0;
-    std::from_chars(lanes.data() + at, lanes.data() + end, priority);
-    report.lanes.push_back(priority);
-    at = end + 1;
-  }
+void read_lease_report(const Rows& rows, LeaseReport& report) {
+  // Columns after the job's 16 (sql/statements.sql, -- name: lease), the same in every row.
+  constexpr int kXmin = 16, kXmax = 17, kLeasedAt = 18;
+  report.snapshot_xmin = static_cast<std::uint64_t>(rows.int8(0, kXmin));
+  report.snapshot_xmax = static_cast<std::uint64_t>(rows.int8(0, kXmax));
+  report.leased_at = rows.timestamptz(0, kLeasedAt);
 }
 
 }  // namespace readpast::detail::pg

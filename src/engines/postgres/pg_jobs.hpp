@@ -26,7 +26,7 @@ bool any_unique_key(std::span<const NewJob> jobs);
 // A row selected with the job columns of sql/statements.sql, in their order.
 Job read_job(const Rows& rows, int row);
 
-// The lease statement's last row (the one without an id): what the lease saw, into report.
-void read_lease_report(const Rows& rows, int row, LeaseReport& report);
+// What the lease saw (the columns after each leased job's), into report; rows not empty.
+void read_lease_report(const Rows& rows, LeaseReport& report);
 
 }  // namespace readpast::detail::pg

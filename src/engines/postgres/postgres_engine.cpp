@@ -284,14 +284,11 @@ class PostgresEngine final : public Engine {
     report.max_jobs = request.max_jobs;
     jobs.reserve(static_cast<std::size_t>(rows->size()));
     for (int r = 0; r < rows->size(); ++r) {
-      if (!rows->is_null(r, 0)) {
-        jobs.push_back(pg::read_job(*rows, r));
-        report.taken.emplace_back(jobs.back().priority,
-                                  pg::LaneKey{jobs.back().run_at, jobs.back().id});
-      } else {
-        pg::read_lease_report(*rows, r, report);
-      }
+      jobs.push_back(pg::read_job(*rows, r));
+      report.taken.emplace_back(jobs.back().priority,
+                                pg::LaneKey{jobs.back().run_at, jobs.back().id});
     }
+    if (!jobs.empty()) pg::read_lease_report(*rows, report);
     with_frontier(request.queue, [&](pg::LeaseFrontier& f) {
       f.record(report, std::chrono::steady_clock::now());
     });

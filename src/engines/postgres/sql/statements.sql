@@ -165,9 +165,9 @@ ORDER BY i.ord;
 -- under the LIMIT stops pulling rows (and locking them) once the batch is full: a lane after
 -- the one that filled it is not read.
 --
--- After the jobs, one row without an id tells the engine what this lease saw: its snapshot's
--- xmin and xmax and its statement_timestamp(), the queue's lanes in priority order (as text,
--- "0,10"), and whether the queue was paused or limited (then it read nothing).
+-- Each job comes with what this lease saw: its snapshot's xmin and xmax and its
+-- statement_timestamp() (the engine's frontiers are made of those). A lease that takes
+-- nothing says nothing, and proves nothing to the engine (paused, limited, or empty).
 --
 -- Lease tokens come from the caller (:tokens, 128 random bits per job the lease may take, from
 -- the operating system's random source: LeaseToken in core) and are handed out in pick
@@ -190,11 +190,7 @@ ORDER BY i.ord;
 -- cheaper in its cost model while the table holds a few thousand pages), and a lease of 500
 -- jobs from a queue of 20,000 spent half its time reading every row (docs/postgres.md).
 -- params: queue, worker, lease_us, tokens, from_head, lane_priorities, lane_run_at, lane_id, lane_marks_from, max_jobs
-WITH blocked AS (
-  SELECT EXISTS (SELECT 1 FROM :"schema".queues q
-                 WHERE q.name = :queue::text AND (q.paused_at IS NOT NULL
-                   OR q.running_limit IS NOT NULL OR q.rate_count IS NOT NULL)) AS yes
-), picked AS (
+WITH picked AS (
   SELECT p.id, row_number() OVER () AS n FROM ((
     SELECT c.id
     FROM :"schema".lanes l
@@ -202,26 +198,36 @@ WITH blocked AS (
       SELECT array_position(:lane_priorities::integer[], l.priority) AS k
     ) a
     CROSS JOIN LATERAL (
-      SELECT x.run_at, x.id FROM (
-        SELECT (:lane_run_at::timestamptz[])[a.k] AS run_at, (:lane_id::bigint[])[a.k] AS id
-        UNION ALL
-        SELECT m.run_at, m.id - 1 FROM :"schema".lane_marks m
-        WHERE m.queue = l.queue AND m.priority = l.priority
-          AND m.xid >= ((:lane_marks_from::bigint[])[a.k])::text::xid8
-      ) x
-      ORDER BY x.run_at NULLS FIRST, x.id
-      LIMIT 1
+      -- The lane's frontier (NULL: its head).
+      SELECT (:lane_run_at::timestamptz[])[a.k] AS run_at, (:lane_id::bigint[])[a.k] AS id
     ) f
+    LEFT JOIN LATERAL (
+      -- The oldest key marked since the snapshot behind the frontier (usually none).
+      SELECT m.run_at, m.id - 1 AS id FROM :"schema".lane_marks m
+      WHERE m.queue = l.queue AND m.priority = l.priority
+        AND m.xid >= ((:lane_marks_from::bigint[])[a.k])::text::xid8
+      ORDER BY m.run_at, m.id
+      LIMIT 1
+    ) mk ON true
+    CROSS JOIN LATERAL (
+      -- Where the scan starts: the frontier, or the mark when it is behind the frontier.
+      SELECT CASE WHEN (mk.run_at, mk.id) < (f.run_at, f.id) THEN mk.run_at ELSE f.run_at END
+               AS run_at,
+             CASE WHEN (mk.run_at, mk.id) < (f.run_at, f.id) THEN mk.id ELSE f.id END AS id
+    ) s
     CROSS JOIN LATERAL (
       SELECT j.id FROM :"schema".live j
       WHERE j.queue = l.queue AND j.priority = l.priority AND j.state = 'available'
-        AND (j.run_at, j.id) > (coalesce(f.run_at, '-infinity'::timestamptz), coalesce(f.id, 0))
+        AND (j.run_at, j.id) > (coalesce(s.run_at, '-infinity'::timestamptz), coalesce(s.id, 0))
         AND j.run_at <= statement_timestamp()
       ORDER BY j.run_at, j.id
       LIMIT :max_jobs::integer
       FOR UPDATE SKIP LOCKED
     ) c
-    WHERE :from_head::integer = 0 AND l.queue = :queue::text AND NOT (SELECT b.yes FROM blocked b)
+    WHERE :from_head::integer = 0 AND l.queue = :queue::text
+      AND NOT EXISTS (SELECT 1 FROM :"schema".queues q
+                      WHERE q.name = :queue::text AND (q.paused_at IS NOT NULL
+                        OR q.running_limit IS NOT NULL OR q.rate_count IS NOT NULL))
     ORDER BY l.priority
     LIMIT :max_jobs::integer
   ) UNION ALL (
@@ -234,7 +240,9 @@ WITH blocked AS (
         AND j.run_at <= statement_timestamp()
         AND (SELECT min(d.run_at) FROM :"schema".live d
              WHERE d.queue = :queue::text AND d.state = 'available') <= statement_timestamp()
-        AND NOT (SELECT b.yes FROM blocked b)
+        AND NOT EXISTS (SELECT 1 FROM :"schema".queues q
+                        WHERE q.name = :queue::text AND (q.paused_at IS NOT NULL
+                          OR q.running_limit IS NOT NULL OR q.rate_count IS NOT NULL))
       ORDER BY j.priority, j.run_at, j.id
       LIMIT :max_jobs::integer
       FOR UPDATE SKIP LOCKED
@@ -255,24 +263,16 @@ WITH blocked AS (
             j.lease_token, j.leased_by, j.lease_expires_at, j.enqueued_at, j.started_at,
             j.finished_at, j.unique_key, j.last_error, j.payload
 )
-SELECT t.*, NULL::bigint AS snapshot_xmin, NULL::bigint AS snapshot_xmax,
-       NULL::timestamptz AS leased_at, NULL::text AS lanes, NULL::boolean AS blocked,
-       NULL::boolean AS registered
-FROM taken t
-UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       NULL, NULL,
-       pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
-       pg_snapshot_xmax(pg_current_snapshot())::text::bigint,
-       statement_timestamp(),
-       array_to_string(ARRAY(SELECT l.priority FROM :"schema".lanes l
-                             WHERE l.queue = :queue::text
-                             UNION SELECT t.priority FROM taken t ORDER BY 1), ','),
-       (SELECT b.yes FROM blocked b),
-       -- From the head, lanes met that nobody registered (rows written with triggers off)
-       -- are registered, so that later leases read them.
-       CASE WHEN :from_head::integer = 1 THEN :"schema".register_lanes(:queue::text,
-         ARRAY(SELECT DISTINCT t.priority FROM taken t)) END;
+, snap AS (
+  -- Once per statement. From the head, lanes met that nobody registered (rows written with
+  -- triggers off) are registered, so that later leases read them.
+  SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xmin,
+         pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xmax,
+         statement_timestamp() AS leased_at,
+         CASE WHEN :from_head::integer = 1 THEN :"schema".register_lanes(:queue::text,
+           ARRAY(SELECT DISTINCT t.priority FROM taken t)) END AS registered
+)
+SELECT t.*, s.xmin, s.xmax, s.leased_at FROM taken t CROSS JOIN snap s;
 
 -- name: complete
 -- Every settling statement is fenced: it changes a row only while the row is running
