@@ -202,7 +202,7 @@ TEST_F(EngineTest, AJobInALaneNobodyRegisteredIsHandedOutByTheNextLeaseFromTheHe
   EXPECT_EQ(leased[0].priority, 7);
   // Within one head-scan interval (lease_frontier.hpp), and the lane is registered now.
   EXPECT_LT(std::chrono::steady_clock::now() - inserted,
-            detail::pg::LeaseFrontier::kHeadScanEvery + 1s);
+            detail::pg::LeaseFrontier::kHeadScanFirst + 1s);
   SqlConnection db(url());
   EXPECT_EQ(db.query("SELECT count(*) FROM readpast.lanes WHERE queue = 'q' AND priority = 7")
                 .at(0)

@@ -177,7 +177,7 @@ TEST_F(LeaseFrontierTest, UnderAHeldSnapshotALeaseReadsOnlyWhatWasLeasedSinceThe
       must(queue.complete_batch(refs));
     }
     // One head scan (the first lease) and the rest from frontiers.
-    ASSERT_LT(std::chrono::steady_clock::now() - started, LeaseFrontier::kHeadScanEvery);
+    ASSERT_LT(std::chrono::steady_clock::now() - started, LeaseFrontier::kHeadScanFirst);
   }
   const long long read = entries_read() - before;
   // Each lease from the head reads the entries every earlier one left: 100 + 200 + … + 2,600
@@ -211,7 +211,37 @@ TEST(LeaseFrontierBookkeeping, TheFirstLeaseAndOneAfterAFailureReadFromTheHead) 
   f.lease_failed();
   EXPECT_TRUE(f.plan(now).from_head);
   EXPECT_FALSE(f.plan(now + 1s).from_head);
-  EXPECT_TRUE(f.plan(now + LeaseFrontier::kHeadScanEvery + 1s).from_head);
+  EXPECT_TRUE(f.plan(now + LeaseFrontier::kHeadScanFirst + 1s).from_head);
+}
+
+TEST(LeaseFrontierBookkeeping, HeadScansThatFindNothingBehindTheFrontiersComeLessOften) {
+  LeaseFrontier f;
+  auto now = std::chrono::steady_clock::now();
+  f.plan(now);
+  f.record(report(5, 5, at_seconds(10), 10, {{100, {at_seconds(9), 1}}}), now);
+  ASSERT_EQ(f.plan(now).lanes.size(), 1u);
+  const LaneKey frontier = f.plan(now).lanes[0].from;
+  // Head scans that find only jobs past the frontier: 5 s, then 10 s, then 20 s apart.
+  // The i-th head scan runs at 20 + 10 i s and takes a job dated a second before it.
+  auto head_scan = [&](int i, std::optional<LaneKey> taken = std::nullopt) {
+    LeaseReport r = report(6 + i, 6 + i, at_seconds(20 + 10 * i), 10,
+                           {{100, taken.value_or(LaneKey{at_seconds(19 + 10 * i), 50 + i})}});
+    r.from_head = true;
+    f.record(r, now);
+  };
+  now += LeaseFrontier::kHeadScanFirst;
+  ASSERT_TRUE(f.plan(now).from_head);
+  head_scan(0);
+  EXPECT_FALSE(f.plan(now + LeaseFrontier::kHeadScanFirst).from_head);
+  now += 2 * LeaseFrontier::kHeadScanFirst;
+  ASSERT_TRUE(f.plan(now).from_head);
+  head_scan(1);
+  EXPECT_FALSE(f.plan(now + 2 * LeaseFrontier::kHeadScanFirst).from_head);
+  // One that finds a job behind the frontier: back to every 5 s.
+  now += 4 * LeaseFrontier::kHeadScanFirst;
+  ASSERT_TRUE(f.plan(now).from_head);
+  head_scan(2, LaneKey{frontier.run_at - 1s, 2});
+  EXPECT_TRUE(f.plan(now + LeaseFrontier::kHeadScanFirst).from_head);
 }
 
 TEST(LeaseFrontierBookkeeping, ALeaseIsNotPassedUntilTheTransactionsItCouldNotSeeHaveEnded) {
@@ -300,7 +330,7 @@ TEST(LeaseFrontierBookkeeping, ALeaseThatTookNothingProvesNothing) {
   f.plan(now);
   f.record(report(5, 5, at_seconds(50), 10, {}), now);
   EXPECT_TRUE(f.plan(now).lanes.empty());
-  EXPECT_FALSE(f.earliest_start(now).has_value());
+  EXPECT_FALSE(f.earliest_start().has_value());
 }
 
 }  // namespace

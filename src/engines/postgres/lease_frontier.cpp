@@ -40,6 +40,19 @@ void LeaseFrontier::offer(Lane& lane, int priority, const Seen& i, const Seen& j
 }
 
 void LeaseFrontier::record(const LeaseReport& report, std::chrono::steady_clock::time_point now) {
+  if (report.from_head) {
+    // Did it find a job behind a frontier, or in a lane without one (unregistered, or new to
+    // this process)? Then such jobs occur: look often; else less.
+    bool behind = false;
+    for (const auto& [priority, key] : report.taken) {
+      auto it = lanes_.find(priority);
+      behind =
+          behind || it == lanes_.end() || !it->second.frontier || key <= it->second.frontier->from;
+    }
+    head_scan_every_ = behind ? std::chrono::steady_clock::duration(kHeadScanFirst)
+                              : std::min<std::chrono::steady_clock::duration>(head_scan_every_ * 2,
+                                                                              kHeadScanAtMost);
+  }
   if (report.taken.empty()) return;
   clock_.emplace(report.leased_at, now);
   for (const auto& taken : report.taken) lanes_.try_emplace(taken.first);
@@ -95,9 +108,7 @@ void LeaseFrontier::rescue_done(std::chrono::steady_clock::time_point planned) {
   if (auto at = database_time(planned)) rescued_up_to_ = at;
 }
 
-std::optional<TimePoint> LeaseFrontier::earliest_start(
-    std::chrono::steady_clock::time_point now) const {
-  if (head_scan_due(now)) return std::nullopt;
+std::optional<TimePoint> LeaseFrontier::earliest_start() const {
   std::optional<TimePoint> earliest;
   for (const auto& [priority, lane] : lanes_) {
     if (!lane.frontier) return std::nullopt;

@@ -65,6 +65,7 @@ struct LeaseReport {
   std::uint64_t snapshot_xmin = 0;
   std::uint64_t snapshot_xmax = 0;
   TimePoint leased_at{};
+  bool from_head = false;  // as planned
   int max_jobs = 0;
   std::vector<std::pair<int, LaneKey>> taken;  // (priority, key) of each job leased
 };
@@ -73,7 +74,11 @@ class LeaseFrontier {
  public:
   // How long a statement may run from its start to its first write, unmarked (migration 11).
   static constexpr auto kDelta = std::chrono::milliseconds(100);
-  static constexpr auto kHeadScanEvery = std::chrono::seconds(5);
+  // A head scan walks everything a held snapshot keeps, so it is rare: every kHeadScanFirst,
+  // doubling up to kHeadScanAtMost while head scans find nothing the frontiers had passed,
+  // back to kHeadScanFirst when one does, and at once after a lease of this process failed.
+  static constexpr auto kHeadScanFirst = std::chrono::seconds(5);
+  static constexpr auto kHeadScanAtMost = std::chrono::seconds(60);
   // Leases remembered per lane; an older one no longer settles or gets settled.
   static constexpr std::size_t kRemembered = 32;
 
@@ -81,7 +86,7 @@ class LeaseFrontier {
   // scan) when one is due.
   LeasePlan plan(std::chrono::steady_clock::time_point now);
   bool head_scan_due(std::chrono::steady_clock::time_point now) const {
-    return head_scan_due_ || now - last_head_scan_ >= kHeadScanEvery;
+    return head_scan_due_ || now - last_head_scan_ >= head_scan_every_;
   }
   // A lease planned by plan() came back at `now` with `report`. The lanes it read are those
   // of the jobs it took and every lane an earlier lease took from: the statement reads every
@@ -89,7 +94,10 @@ class LeaseFrontier {
   // removed.
   void record(const LeaseReport& report, std::chrono::steady_clock::time_point now);
   // A lease of this process failed: rows it had locked may be behind the frontiers now.
-  void lease_failed() { head_scan_due_ = true; }
+  void lease_failed() {
+    head_scan_due_ = true;
+    head_scan_every_ = kHeadScanFirst;
+  }
   // Rescue of expired leases: the expiry from which the next rescue reads the queue's running
   // jobs (nullopt: all of them). A rescue that found every expired lease up to some time
   // proves nothing about a lease committed after it with an earlier expiry; those are leases
@@ -104,9 +112,11 @@ class LeaseFrontier {
   void rescue_done(std::chrono::steady_clock::time_point planned);
 
   // The earliest run_at at or after which an available job may still be found in any lane,
-  // for the probe of when the next job is due; nullopt when some lane has no frontier or a
-  // head scan is due (then rows behind the frontiers may be waiting: the probe must see them).
-  std::optional<TimePoint> earliest_start(std::chrono::steady_clock::time_point now) const;
+  // for the probe of when the next job is due; nullopt when some lane has no frontier. (Jobs a
+  // head scan would find behind the frontiers are handed out by the next head scan, not
+  // announced by this probe: an unbounded probe by every idle worker is the walk that a held
+  // snapshot makes ruinous.)
+  std::optional<TimePoint> earliest_start() const;
 
  private:
   // One lease as a lane saw it.
@@ -127,6 +137,7 @@ class LeaseFrontier {
 
   std::map<int, Lane> lanes_;  // every lane a lease of this process took a job from
   bool head_scan_due_ = true;
+  std::chrono::steady_clock::duration head_scan_every_ = kHeadScanFirst;
   std::chrono::steady_clock::time_point last_head_scan_{};
   std::optional<std::pair<TimePoint, std::chrono::steady_clock::time_point>> clock_;
   std::optional<TimePoint> rescued_up_to_;  // database time of the last full read's start

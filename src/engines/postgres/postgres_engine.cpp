@@ -282,6 +282,7 @@ class PostgresEngine final : public Engine {
     std::vector<Job> jobs;
     pg::LeaseReport report;
     report.max_jobs = request.max_jobs;
+    report.from_head = plan.from_head;
     jobs.reserve(static_cast<std::size_t>(rows->size()));
     for (int r = 0; r < rows->size(); ++r) {
       jobs.push_back(pg::read_job(*rows, r));
@@ -974,9 +975,8 @@ class PostgresEngine final : public Engine {
     using S = pg::sql::next_due;
     // Below the lanes' frontiers every job is accounted for (lease_frontier.hpp), so the
     // probe starts there instead of walking what earlier leases left at the head.
-    const std::optional<TimePoint> after = with_frontier(queue, [](pg::LeaseFrontier& f) {
-      return f.earliest_start(std::chrono::steady_clock::now());
-    });
+    const std::optional<TimePoint> after =
+        with_frontier(queue, [](pg::LeaseFrontier& f) { return f.earliest_start(); });
     auto rows = exec(sql_.next_due, Params(S::param_count)
                                         .text(S::queue, queue)
                                         .optional(S::after, after, pg::encode_timestamptz));
