@@ -103,10 +103,13 @@ class LeaseFrontier {
   // proves nothing about a lease committed after it with an earlier expiry; those are leases
   // whose statement started before the rescue (their expiry is their start plus their
   // duration), so a margin of kRescueMargin behind the previous rescue's start covers all
-  // but statements that took longer than that to commit, and a full rescue every
-  // kFullRescueEvery finds those too. The database's clock is read from the leases' reports.
-  static constexpr auto kRescueMargin = std::chrono::seconds(5);
-  static constexpr auto kFullRescueEvery = std::chrono::seconds(30);
+  // but statements that took longer than their lease's duration plus that margin to commit,
+  // and a full rescue every kFullRescueEvery finds those too. Under a held snapshot a rescue
+  // reads the entries of the leases whose expiry fell in that margin and the interval since
+  // the last rescue, a full rescue every entry the snapshot keeps. The database's clock is
+  // read from the leases' reports.
+  static constexpr auto kRescueMargin = std::chrono::seconds(1);
+  static constexpr auto kFullRescueEvery = std::chrono::seconds(60);
   std::optional<TimePoint> rescue_plan(std::chrono::steady_clock::time_point now);
   // The rescue planned at `planned` read every expired lease from its start on.
   void rescue_done(std::chrono::steady_clock::time_point planned);
