@@ -8,7 +8,6 @@
 #include <optional>
 #include <set>
 #include <tuple>
-#include <type_traits>
 #include <utility>
 
 #include "core/handout_order.hpp"
@@ -17,7 +16,6 @@
 #include "core/schema_policy.hpp"
 #include "core/url.hpp"
 #include "core/utf8.hpp"
-#include "engines/postgres/lease_frontier.hpp"
 #include "engines/postgres/pg_connection.hpp"
 #include "engines/postgres/pg_jobs.hpp"
 #include "engines/postgres/pg_listener.hpp"
@@ -248,54 +246,23 @@ class PostgresEngine final : public Engine {
     const ArrayParam tokens = fresh_tokens(request.max_jobs);
     const pg::Statement* statement = lease_statement(request.max_jobs);
     using S = pg::sql::lease;
-    const pg::LeasePlan plan = with_frontier(request.queue, [](pg::LeaseFrontier& f) {
-      return f.plan(std::chrono::steady_clock::now());
-    });
-    ArrayParam priorities(Oid::kInt4), run_at(Oid::kTimestamptz), ids(Oid::kInt8),
-        marks_from(Oid::kInt8);
-    for (const pg::LaneStart& lane : plan.lanes) {
-      priorities.add(pg::encode_int4(lane.priority));
-      run_at.add(pg::encode_timestamptz(lane.from.run_at));
-      ids.add(pg::encode_int8(lane.from.id));
-      marks_from.add(pg::encode_int8(static_cast<std::int64_t>(lane.marks_from)));
-    }
     Params params(statement->param_count);
     params.text(S::queue, request.queue)
         .text(S::worker, sanitize_utf8(request.worker_id))
         .int8(S::lease_us, request.lease_duration.count())
-        .array(S::tokens, tokens)
-        .int4(S::from_head, plan.from_head ? 1 : 0)
-        .array(S::lane_priorities, priorities)
-        .array(S::lane_run_at, run_at)
-        .array(S::lane_id, ids)
-        .array(S::lane_marks_from, marks_from);
+        .array(S::tokens, tokens);
     // The statement with LIMIT $N; the others have the number in their text instead.
     if (statement == &sql_.lease) params.int4(S::max_jobs, request.max_jobs);
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
     auto rows = (*c)->exec(*statement, params);
-    if (!rows) {
-      // Its locks are gone: rows it held may now lie behind this process' frontiers.
-      with_frontier(request.queue, [](pg::LeaseFrontier& f) { f.lease_failed(); });
-      return fail_with(rows.error());
-    }
-    std::vector<Job> jobs;
-    pg::LeaseReport report;
-    report.max_jobs = request.max_jobs;
-    report.from_head = plan.from_head;
-    jobs.reserve(static_cast<std::size_t>(rows->size()));
-    for (int r = 0; r < rows->size(); ++r) {
-      jobs.push_back(pg::read_job(*rows, r));
-      report.taken.emplace_back(jobs.back().priority,
-                                pg::LaneKey{jobs.back().run_at, jobs.back().id});
-    }
-    if (!jobs.empty()) pg::read_lease_report(*rows, report);
-    with_frontier(request.queue, [&](pg::LeaseFrontier& f) {
-      f.record(report, std::chrono::steady_clock::now());
-    });
+    if (!rows) return fail_with(rows.error());
     // Full: more jobs may wait than this lease took, announced by one notification that
     // woke only this caller (pg_listener.hpp). Pass the wake-up on.
-    if (std::ssize(jobs) == request.max_jobs) listener_.wake_one(request.queue);
+    if (rows->size() == request.max_jobs) listener_.wake_one(request.queue);
+    std::vector<Job> jobs;
+    jobs.reserve(static_cast<std::size_t>(rows->size()));
+    for (int r = 0; r < rows->size(); ++r) jobs.push_back(pg::read_job(*rows, r));
     sort_in_handout_order(jobs);
     return jobs;
   }
@@ -512,28 +479,18 @@ class PostgresEngine final : public Engine {
   }
 
   Result<std::int64_t> rescue_expired(std::string_view queue) override {
-    // From where the last rescue of this process left off, less a margin
-    // (lease_frontier.hpp): under a snapshot held open elsewhere, the expiry index is full of
-    // entries of leases already settled that no vacuum may remove.
-    const auto planned = std::chrono::steady_clock::now();
-    const std::optional<TimePoint> after =
-        with_frontier(queue, [&](pg::LeaseFrontier& f) { return f.rescue_plan(planned); });
     // Batches of kRescueBatch keep each statement short after a mass expiry.
     std::int64_t total = 0;
     while (true) {
       auto c = pool_.acquire();
       if (!c) return fail_with(c.error());
       using S = pg::sql::rescue;
-      auto rows = (*c)->exec(sql_.rescue, Params(S::param_count)
-                                              .text(S::queue, queue)
-                                              .optional(S::after, after, pg::encode_timestamptz)
-                                              .int4(S::batch, kRescueBatch));
+      auto rows = (*c)->exec(
+          sql_.rescue, Params(S::param_count).text(S::queue, queue).int4(S::batch, kRescueBatch));
       if (!rows) return fail_with(rows.error());
       total += rows->affected();
-      if (rows->affected() < kRescueBatch) break;
+      if (rows->affected() < kRescueBatch) return total;
     }
-    with_frontier(queue, [&](pg::LeaseFrontier& f) { f.rescue_done(planned); });
-    return total;
   }
 
   Result<std::vector<JobId>> cancel(std::span<const JobId> ids) override {
@@ -972,14 +929,8 @@ class PostgresEngine final : public Engine {
   // nullopt when it has none or is paused.
   // nullopt: no job due, or the queue's limits let no lease take one now (then *throttled).
   Result<std::optional<std::int64_t>> next_due(std::string_view queue, bool* throttled) {
-    using S = pg::sql::next_due;
-    // Below the lanes' frontiers every job is accounted for (lease_frontier.hpp), so the
-    // probe starts there instead of walking what earlier leases left at the head.
-    const std::optional<TimePoint> after =
-        with_frontier(queue, [](pg::LeaseFrontier& f) { return f.earliest_start(); });
-    auto rows = exec(sql_.next_due, Params(S::param_count)
-                                        .text(S::queue, queue)
-                                        .optional(S::after, after, pg::encode_timestamptz));
+    auto rows = exec(sql_.next_due,
+                     Params(pg::sql::next_due::param_count).text(pg::sql::next_due::queue, queue));
     if (!rows) return fail_with(rows.error());
     *throttled = false;
     if (rows->size() != 1) return std::optional<std::int64_t>{};
@@ -989,16 +940,6 @@ class PostgresEngine final : public Engine {
       return std::optional<std::int64_t>{};
     }
     return due;
-  }
-
-  // Runs `use` on the queue's frontier, under frontiers_mu_.
-  template <class Use>
-  std::invoke_result_t<Use, pg::LeaseFrontier&> with_frontier(std::string_view queue, Use&& use) {
-    std::lock_guard lock(frontiers_mu_);
-    auto it = frontiers_.find(queue);
-    if (it == frontiers_.end())
-      it = frontiers_.emplace(std::string(queue), pg::LeaseFrontier{}).first;
-    return use(it->second);
   }
 
   // One statement on a connection of the pool.
@@ -1062,7 +1003,7 @@ class PostgresEngine final : public Engine {
   }
 
   // The lease statement for max_jobs: one with the number in its text (a plan PostgreSQL
-  // caches) for the first kLeaseLimits distinct values seen, the one with LIMIT $N (planned
+  // caches) for the first kLeaseLimits distinct values seen, the one with LIMIT $5 (planned
   // on every call) beyond, so that a caller with ever-changing batch sizes cannot make each
   // connection prepare thousands of statements.
   const pg::Statement* lease_statement(int max_jobs) {
@@ -1258,10 +1199,6 @@ class PostgresEngine final : public Engine {
   // handed out stay valid. Guarded by lease_mu_.
   std::mutex lease_mu_;
   std::map<int, pg::Statement> lease_by_limit_;
-  // Where this process' next lease of each queue starts in each lane. Guarded by
-  // frontiers_mu_.
-  std::mutex frontiers_mu_;
-  std::map<std::string, pg::LeaseFrontier, std::less<>> frontiers_;
   // Internally synchronized.
   pg::ConnectionPool pool_;
   pg::Listener listener_;

@@ -182,14 +182,11 @@ Sql::Sql(const SchemaName& schema)
 Statement Sql::lease_with_limit(int max_jobs) const {
   const std::string limit = std::to_string(max_jobs);
   std::string text = lease_text_;
-  // Every use of the last parameter: the batch's LIMIT, in each lane and over all of them.
-  std::size_t uses = 0;
-  for (auto at = text.find(kLeaseLimit); at != std::string::npos;
-       at = text.find(kLeaseLimit, at + limit.size())) {
-    text.replace(at, kLeaseLimit.size(), limit);
-    ++uses;
+  const auto at = text.find(kLeaseLimit);
+  if (at == std::string::npos || text.find(kLeaseLimit, at + 1) != std::string::npos) {
+    throw std::logic_error("the lease statement must use " + kLeaseLimit + " exactly once");
   }
-  if (uses == 0) throw std::logic_error("the lease statement must use " + kLeaseLimit);
+  text.replace(at, kLeaseLimit.size(), limit);
   return Statement{"readpast_lease_" + limit, std::move(text), sql::lease::param_count - 1, true};
 }
 

@@ -65,8 +65,8 @@ struct Sql {
   std::string lease_text_;  // declared before `lease`, which is built from it
 
  public:
-  // LIMIT $N (planned on every call); lease_with_limit(n) is the same statement with n written
-  // in place of $N, and one parameter fewer: PostgreSQL caches a plan for it
+  // LIMIT $5 (planned on every call); lease_with_limit(n) is the same statement with n written
+  // in place of $5, and one parameter fewer: PostgreSQL caches a plan for it
   // (sql/statements.sql, lease, says why). The number is formatted from an int, never text.
   Statement lease;
   Statement lease_with_limit(int max_jobs) const;

@@ -136,38 +136,21 @@ LEFT JOIN LATERAL (
 ORDER BY i.ord;
 
 -- name: lease
--- The lease: ONE statement. It reads the queue's lanes (one per priority in use, from
--- `lanes`) in hand-out order and scans each lane's part of jobs_lease_idx from a key of its
--- own, locking up to max_jobs rows and skipping rows that another transaction has locked
--- (another worker leasing or settling them) instead of waiting for it. Under READ COMMITTED,
--- FOR UPDATE re-checks the WHERE clause against the newest version of each row it locks, so
--- a row that another worker leased (and committed) after this statement's snapshot is not
--- taken again. The UPDATE then changes exactly the rows this statement holds locks on; it
--- repeats the state test only as a second line of defence. RETURNING order is unspecified:
--- the engine sorts.
+-- The lease: ONE statement. The inner query walks jobs_lease_idx in hand-out order and locks
+-- up to max_jobs rows, skipping rows that another transaction has locked (another worker leasing or
+-- settling them) instead of waiting for it. Under READ COMMITTED, FOR UPDATE re-checks the
+-- WHERE clause against the newest version of each row it locks, so a row that another
+-- worker leased (and committed) after this statement's snapshot is not taken again. The
+-- UPDATE then changes exactly the rows this statement holds locks on; it repeats the state
+-- test only as a second line of defence. RETURNING order is unspecified: the engine sorts.
 --
--- With :from_head, the lease reads the queue in (priority, run_at, id) order from its head
--- instead, as it did before lanes: the engine does so now and then, and after one of its
--- leases failed, for jobs that the frontiers passed (docs/postgres-storage.md section 6).
---
--- Where each lane's scan starts (the lane's frontier, docs/postgres-storage.md section 6):
--- :lane_run_at/:lane_id give, per priority in :lane_priorities, a key in hand-out order
--- below which the engine has proved that no visible, unlocked job can be, from earlier leases
--- of the process (src/engines/postgres/lease_frontier.hpp); a lane not named, or named with
--- NULLs, is scanned from its head. Marks (lane_marks) of transactions that had not written
--- when the lease behind that key took its snapshot (xid >= :lane_marks_from) announce jobs
--- dated behind it, and pull the start back to them. Under a snapshot that another session
--- holds open, the head of each lane is full of entries of jobs already leased that no vacuum
--- may remove; starting at the frontier, a lease passes only those leased since.
---
--- Each lane's scan ends at jobs due now (run_at <= statement_timestamp() is part of the index
--- range), so it never walks scheduled jobs. The nested loop over lanes in priority order
--- under the LIMIT stops pulling rows (and locking them) once the batch is full: a lane after
--- the one that filled it is not read.
---
--- Each job comes with what this lease saw: its snapshot's xmin and xmax and its
--- statement_timestamp() (the engine's frontiers are made of those). A lease that takes
--- nothing says nothing, and proves nothing to the engine (paused, limited, or empty).
+-- The uncorrelated min() is evaluated once, before the walk, as a probe of jobs_due_idx:
+-- when no job is due it stops the statement at once, instead of walking past every
+-- scheduled job. It is a min() and not an EXISTS because PostgreSQL always plans min() over
+-- an index as an ordered index scan that stops at its first live entry, while an EXISTS was
+-- planned as a sequential scan whenever the statistics promised an early match (a freshly
+-- analysed queue of available jobs) — a scan that then stepped over every dead row version
+-- at the head of the table, so that each lease of a long drain cost more than the last.
 --
 -- Lease tokens come from the caller (:tokens, 128 random bits per job the lease may take, from
 -- the operating system's random source: LeaseToken in core) and are handed out in pick
@@ -176,7 +159,7 @@ ORDER BY i.ord;
 -- cost about 12 µs per job, more than the rest of the lease.
 --
 -- :max_jobs is numbered last so that the engine can write a number in its place (see
--- Sql::lease_with_limit, postgres_sql.hpp): with LIMIT $N, PostgreSQL's generic plan
+-- Sql::lease_with_limit, postgres_sql.hpp): with LIMIT $5, PostgreSQL's generic plan
 -- assumes a tenth of the table is taken and turns the UPDATE into a hash join over a
 -- sequential scan, so it never uses that plan and plans the statement anew on every call
 -- (~0.2 ms, as much as running it); with a literal LIMIT it caches a plan after five calls.
@@ -189,99 +172,38 @@ ORDER BY i.ord;
 -- planner otherwise joins `picked` to a sequential scan of the whole table (a hash join,
 -- cheaper in its cost model while the table holds a few thousand pages), and a lease of 500
 -- jobs from a queue of 20,000 spent half its time reading every row (docs/postgres.md).
--- params: queue, worker, lease_us, tokens, from_head, lane_priorities, lane_run_at, lane_id, lane_marks_from, max_jobs
+-- params: queue, worker, lease_us, tokens, max_jobs
 WITH picked AS (
-  SELECT p.id, row_number() OVER () AS n FROM ((
-    SELECT c.id
-    FROM :"schema".lanes l
-    CROSS JOIN LATERAL (
-      SELECT array_position(:lane_priorities::integer[], l.priority) AS k
-    ) a
-    CROSS JOIN LATERAL (
-      -- The lane's frontier (NULL: its head).
-      SELECT (:lane_run_at::timestamptz[])[a.k] AS run_at, (:lane_id::bigint[])[a.k] AS id
-    ) f
-    LEFT JOIN LATERAL (
-      -- The oldest key marked since the snapshot behind the frontier (usually none).
-      SELECT m.run_at, m.id - 1 AS id FROM :"schema".lane_marks m
-      WHERE m.queue = l.queue AND m.priority = l.priority
-        AND m.xid >= ((:lane_marks_from::bigint[])[a.k])::text::xid8
-      ORDER BY m.run_at, m.id
-      LIMIT 1
-    ) mk ON true
-    CROSS JOIN LATERAL (
-      -- Where the scan starts: the frontier, or the mark when it is behind the frontier.
-      SELECT CASE WHEN (mk.run_at, mk.id) < (f.run_at, f.id) THEN mk.run_at ELSE f.run_at END
-               AS run_at,
-             CASE WHEN (mk.run_at, mk.id) < (f.run_at, f.id) THEN mk.id ELSE f.id END AS id
-    ) s
-    CROSS JOIN LATERAL (
-      SELECT j.id FROM :"schema".live j
-      WHERE j.queue = l.queue AND j.priority = l.priority AND j.state = 'available'
-        AND (j.run_at, j.id) > (coalesce(s.run_at, '-infinity'::timestamptz), coalesce(s.id, 0))
-        AND j.run_at <= statement_timestamp()
-      ORDER BY j.run_at, j.id
-      LIMIT :max_jobs::integer
-      FOR UPDATE SKIP LOCKED
-    ) c
-    WHERE :from_head::integer = 0 AND l.queue = :queue::text
+  SELECT p.id, row_number() OVER () AS n FROM (
+    SELECT j.id FROM :"schema".live j
+    WHERE j.queue = :queue::text AND j.state = 'available' AND j.run_at <= statement_timestamp()
+      AND (SELECT min(d.run_at) FROM :"schema".live d
+           WHERE d.queue = :queue::text AND d.state = 'available') <= statement_timestamp()
       AND NOT EXISTS (SELECT 1 FROM :"schema".queues q
                       WHERE q.name = :queue::text AND (q.paused_at IS NOT NULL
                         OR q.running_limit IS NOT NULL OR q.rate_count IS NOT NULL))
-    ORDER BY l.priority
+    ORDER BY j.priority, j.run_at, j.id
     LIMIT :max_jobs::integer
-  ) UNION ALL (
-    -- From the head: the queue's whole hand-out order, lanes or none. The uncorrelated min()
-    -- is evaluated once, before the walk, as a probe of jobs_due_idx: when no job is due it
-    -- stops the statement at once, instead of walking past every scheduled job.
-    SELECT h.id FROM (
-      SELECT j.id FROM :"schema".live j
-      WHERE :from_head::integer = 1 AND j.queue = :queue::text AND j.state = 'available'
-        AND j.run_at <= statement_timestamp()
-        AND (SELECT min(d.run_at) FROM :"schema".live d
-             WHERE d.queue = :queue::text AND d.state = 'available') <= statement_timestamp()
-        AND NOT EXISTS (SELECT 1 FROM :"schema".queues q
-                        WHERE q.name = :queue::text AND (q.paused_at IS NOT NULL
-                          OR q.running_limit IS NOT NULL OR q.rate_count IS NOT NULL))
-      ORDER BY j.priority, j.run_at, j.id
-      LIMIT :max_jobs::integer
-      FOR UPDATE SKIP LOCKED
-    ) h
-  )) p
-), taken AS (
-  UPDATE :"schema".live j
-  SET state = 'running',
-      attempts = j.attempts + 1,
-      lease_token = (:tokens::uuid[])[picked.n::integer],
-      leased_by = :worker::text,
-      lease_expires_at = statement_timestamp() + :lease_us::bigint * interval '1 microsecond',
-      started_at = statement_timestamp()
-  FROM picked
-  WHERE j.id = ANY (ARRAY(SELECT x.id FROM picked x)) AND j.id = picked.id
-    AND j.state = 'available'
-  RETURNING j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts,
-            j.lease_token, j.leased_by, j.lease_expires_at, j.enqueued_at, j.started_at,
-            j.finished_at, j.unique_key, j.last_error, j.payload
+    FOR UPDATE SKIP LOCKED
+  ) p
 )
-, snap AS (
-  -- Once per statement. From the head, lanes met that nobody registered (rows written with
-  -- triggers off) are registered, so that later leases read them.
-  SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xmin,
-         pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xmax,
-         statement_timestamp() AS leased_at,
-         CASE WHEN :from_head::integer = 1 THEN :"schema".register_lanes(:queue::text,
-           ARRAY(SELECT DISTINCT t.priority FROM taken t)) END AS registered
-)
-SELECT t.*, s.xmin, s.xmax, s.leased_at FROM taken t CROSS JOIN snap s;
+UPDATE :"schema".live j
+SET state = 'running',
+    attempts = j.attempts + 1,
+    lease_token = (:tokens::uuid[])[picked.n::integer],
+    leased_by = :worker::text,
+    lease_expires_at = statement_timestamp() + :lease_us::bigint * interval '1 microsecond',
+    started_at = statement_timestamp()
+FROM picked
+WHERE j.id = ANY (ARRAY(SELECT x.id FROM picked x)) AND j.id = picked.id
+  AND j.state = 'available'
+RETURNING j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.lease_token,
+          j.leased_by, j.lease_expires_at, j.enqueued_at, j.started_at, j.finished_at,
+          j.unique_key, j.last_error, j.payload;
 
 -- name: complete
 -- Every settling statement is fenced: it changes a row only while the row is running
--- under the given token. The settles find their rows by id, one probe of live_pkey each,
--- and write the state test as `(j.state || '') = 'running'` so that the planner cannot read
--- it as the condition of jobs_expiry_idx (partial, on running jobs): with statistics that
--- count few running jobs it otherwise walks that whole index and joins, and while another
--- session holds an old snapshot the index holds an entry for every job that ever ran, which
--- no vacuum may remove (6 s for 100 completions after two minutes of such a hold, run 34). This is what makes a re-sent complete or fail (after a dropped
+-- under the given token. This is what makes a re-sent complete or fail (after a dropped
 -- connection left its outcome unknown) safe: the first one that committed ended the lease,
 -- so the re-sent one matches no row and reports the lease lost; it can neither complete
 -- the job twice nor touch a later attempt that another worker holds. A job that is kept
@@ -289,7 +211,7 @@ SELECT t.*, s.xmin, s.xmax, s.leased_at FROM taken t CROSS JOIN snap s;
 WITH ended AS (
   DELETE FROM :"schema".live j
   USING unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
-  WHERE j.id = r.id AND (j.state || '') = 'running' AND j.lease_token = r.token
+  WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
   RETURNING j.*, r.token AS settled_token
 ), kept AS (
   INSERT INTO :"schema".done
@@ -306,7 +228,7 @@ SELECT e.id, e.settled_token FROM ended e;
 -- `complete` instead, and retention deletes it once resolve_dependencies has told them.
 DELETE FROM :"schema".live j
 USING unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
-WHERE j.id = r.id AND (j.state || '') = 'running' AND j.lease_token = r.token AND j.notify IS NOT TRUE
+WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token AND j.notify IS NOT TRUE
 RETURNING j.id, r.token;
 
 -- name: fail
@@ -324,7 +246,7 @@ WITH input AS (
               :factors::double precision[], :no_retry::boolean[])
        AS r(id, token, error, retry_after_us, base_us, cap_us, factor, no_retry)
     ON j.id = r.id
-  WHERE (j.state || '') = 'running' AND j.lease_token = r.token
+  WHERE j.state = 'running' AND j.lease_token = r.token
   FOR UPDATE OF j
 ), retried AS (
   UPDATE :"schema".live j
@@ -335,11 +257,11 @@ WITH input AS (
       last_error = r.error,
       lease_expires_at = NULL
   FROM input r
-  WHERE j.id = r.id AND NOT r.dies AND (j.state || '') = 'running' AND j.lease_token = r.token
+  WHERE j.id = r.id AND NOT r.dies AND j.state = 'running' AND j.lease_token = r.token
   RETURNING j.id, r.token, j.state, j.attempts, j.leased_by, j.last_error
 ), died AS (
   DELETE FROM :"schema".live j USING input r
-  WHERE j.id = r.id AND r.dies AND (j.state || '') = 'running' AND j.lease_token = r.token
+  WHERE j.id = r.id AND r.dies AND j.state = 'running' AND j.lease_token = r.token
   RETURNING j.*, r.token AS settled_token, r.error
 ), buried AS (
   INSERT INTO :"schema".done
@@ -360,7 +282,7 @@ SELECT f.id, f.token, f.state FROM failed f;
 
 -- name: set_progress
 UPDATE :"schema".live j SET progress = :progress::text
-WHERE j.id = :id::bigint AND (j.state || '') = 'running' AND j.lease_token = :token::uuid;
+WHERE j.id = :id::bigint AND j.state = 'running' AND j.lease_token = :token::uuid;
 
 -- name: job_errors
 SELECT e.attempt, e.at, e.worker, e.error FROM :"schema".job_errors e
@@ -414,7 +336,7 @@ WHERE (w.queue, w.unique_key) IN (
 UPDATE :"schema".live j
 SET lease_expires_at = statement_timestamp() + :lease_us::bigint * interval '1 microsecond'
 FROM unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
-WHERE j.id = r.id AND (j.state || '') = 'running' AND j.lease_token = r.token
+WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
 RETURNING j.id, r.token;
 
 -- name: held
@@ -422,7 +344,7 @@ RETURNING j.id, r.token;
 SELECT j.id, r.token
 FROM :"schema".live j
 JOIN unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token) ON j.id = r.id
-WHERE (j.state || '') = 'running' AND j.lease_token = r.token;
+WHERE j.state = 'running' AND j.lease_token = r.token;
 
 -- name: release
 -- Gives back the attempt the lease spent.
@@ -432,7 +354,7 @@ SET state = 'available',
     attempts = greatest(j.attempts - 1, 0),
     lease_expires_at = NULL
 FROM unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
-WHERE j.id = r.id AND (j.state || '') = 'running' AND j.lease_token = r.token
+WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
 RETURNING j.id, r.token;
 
 -- name: rescue
@@ -440,15 +362,11 @@ RETURNING j.id, r.token;
 -- jobs_expiry_idx, which holds running jobs only, so it costs the same with ten or ten
 -- million jobs waiting. SKIP LOCKED: a row locked right now is being settled by its
 -- worker, which is the better outcome. A lease out of attempts moves its job to done as
--- dead. Migration 10's rescue_expired() has the same body, without :after: the engine
--- starts from the expiry where its previous rescue left off, less a margin (NULL: from the
--- head; lease_frontier.hpp says when), so that under a snapshot held open elsewhere it does
--- not walk the entries of every lease settled since.
+-- dead. Migration 10's rescue_expired() has the same body.
 WITH expired AS (
   SELECT j.id, j.attempts >= j.max_attempts AS dies FROM :"schema".live j
   WHERE j.queue = :queue::text AND j.state = 'running'
     AND j.lease_expires_at <= statement_timestamp()
-    AND j.lease_expires_at >= coalesce(:after::timestamptz, '-infinity'::timestamptz)
   ORDER BY j.lease_expires_at
   LIMIT :batch::integer
   FOR UPDATE SKIP LOCKED
@@ -457,11 +375,11 @@ WITH expired AS (
   SET state = 'available', run_at = statement_timestamp(),
       last_error = 'lease expired (worker lost)', lease_expires_at = NULL
   FROM expired e
-  WHERE j.id = e.id AND NOT e.dies AND (j.state || '') = 'running'
+  WHERE j.id = e.id AND NOT e.dies AND j.state = 'running'
   RETURNING j.id, j.attempts, j.leased_by, j.last_error
 ), died AS (
   DELETE FROM :"schema".live j USING expired e
-  WHERE j.id = e.id AND e.dies AND (j.state || '') = 'running'
+  WHERE j.id = e.id AND e.dies AND j.state = 'running'
   RETURNING j.*
 ), buried AS (
   INSERT INTO :"schema".done
@@ -593,9 +511,7 @@ SELECT statement_timestamp();
 
 -- name: next_due
 -- Microseconds until the queue's next available job is due (<= 0: one is due now); NULL
--- when the queue has no available job or is paused. One probe of jobs_due_idx, from :after
--- when given (the earliest of the engine's lane frontiers, lease_frontier.hpp: below it no job
--- is left for a lease but those that marks announce, and their inserts notify). Then whether
+-- when the queue has no available job or is paused. One probe of jobs_due_idx. Then whether
 -- the queue's limits let no lease take a job now (running limit reached, no rate slot out of
 -- its window): a throttled worker then looks again now and then instead of spinning, since
 -- no notification announces a settled job. Under a running limit the queue's running jobs
@@ -614,7 +530,6 @@ SELECT (extract(epoch FROM min(j.run_at) - statement_timestamp()) * 1000000)::bi
                                               - q.rate_window_us * interval '1 microsecond'))))
 FROM :"schema".live j
 WHERE j.queue = :queue::text AND j.state = 'available'
-  AND j.run_at >= coalesce(:after::timestamptz, '-infinity'::timestamptz)
   AND NOT EXISTS (SELECT 1 FROM :"schema".queues q
                   WHERE q.name = :queue::text AND q.paused_at IS NOT NULL);
 
