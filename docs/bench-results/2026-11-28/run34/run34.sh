@@ -8,7 +8,8 @@
 # root, from the repository's root, with nothing else running (~26 min), B built from the
 # commit to measure:
 #   B=build-ci/strict/bench/readpast_bench bash docs/bench-results/2026-11-28/run34/run34.sh
-# Recorded: three attempts of case 1, each stopped once it had collapsed (attempt1-first.jsonl
+# Recorded: attempts of case 1, each stopped once it had collapsed (attempt0-last-row.jsonl
+# before 85eb6b8, its baseline only; attempt1-first.jsonl
 # at ff61a7a + 85eb6b8, attempt2-bounded-probe.jsonl at 7078d80, attempt3-settles-by-id.jsonl
 # at e282f80); case 2 was not run. ab-round1/ and ab-round2/ are the drains before and after
 # (docs/bench-results/2026-11-28/run33/ab_drain.sh).
