@@ -203,16 +203,18 @@ RETURNING j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attemp
 
 -- name: complete
 -- Every settling statement is fenced: it changes a row only while the row is running
--- under the given token. The settles find their rows by id, one probe of live_pkey each,
--- and write the state test as `(j.state || '') = 'running'` so that the planner cannot read
--- it as the condition of jobs_expiry_idx (partial, on running jobs): with statistics that
--- count few running jobs it otherwise walks that whole index and joins, and while another
--- session holds an old snapshot the index holds an entry for every job that ever ran, which
--- no vacuum may remove (6 s for 100 completions after two minutes of such a hold, run 34). This is what makes a re-sent complete or fail (after a dropped
+-- under the given token. This is what makes a re-sent complete or fail (after a dropped
 -- connection left its outcome unknown) safe: the first one that committed ended the lease,
 -- so the re-sent one matches no row and reports the lease lost; it can neither complete
 -- the job twice nor touch a later attempt that another worker holds. A job that is kept
 -- moves from live to done in the one statement (migration 10).
+--
+-- The settles find their rows by id, one probe of live_pkey each, and write the state test
+-- as `(j.state || '') = 'running'` so that the planner cannot read it as the condition of
+-- jobs_expiry_idx (partial, on running jobs): with statistics that count few running jobs it
+-- otherwise walks that whole index and joins, and while another session holds an old
+-- snapshot the index keeps an entry for every job that ever ran, which no vacuum may remove
+-- (6 s for 100 completions after two minutes of such a hold, docs/benchmarks.md run 34).
 WITH ended AS (
   DELETE FROM :"schema".live j
   USING unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
@@ -233,7 +235,8 @@ SELECT e.id, e.settled_token FROM ended e;
 -- `complete` instead, and retention deletes it once resolve_dependencies has told them.
 DELETE FROM :"schema".live j
 USING unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
-WHERE j.id = r.id AND (j.state || '') = 'running' AND j.lease_token = r.token AND j.notify IS NOT TRUE
+WHERE j.id = r.id AND (j.state || '') = 'running' AND j.lease_token = r.token
+  AND j.notify IS NOT TRUE
 RETURNING j.id, r.token;
 
 -- name: fail
