@@ -86,40 +86,6 @@ TEST_F(EngineTest, EveryHotPathUsesItsPartialIndex) {
   EXPECT_NE(holder.find("jobs_unique_key_idx"), std::string::npos) << holder;
 }
 
-// The settles find their rows by id. With few running jobs, PostgreSQL costs a full scan of
-// jobs_expiry_idx (partial, on running jobs) below 100 probes of the primary key, and under a
-// held snapshot that index holds an entry for every job that ever ran (run 34: 6 s for one
-// batch of completions).
-TEST_F(EngineTest, SettlesFindTheirRowsByPrimaryKeyWhateverTheStatisticsSay) {
-  Queue queue = open();
-  std::vector<NewJob> jobs;
-  for (int i = 0; i < 2000; ++i) jobs.push_back(job("q"));
-  must(queue.enqueue_batch(jobs));
-  auto leased = must(queue.lease({.queue = "q", .worker_id = "w", .max_jobs = 5}));
-  SqlConnection db = sql();
-  db.exec("VACUUM ANALYZE readpast.live");
-  db.exec("SET enable_seqscan = off");
-  const auto schema = must(detail::pg::SchemaName::parse("readpast"));
-  const detail::pg::Sql sql(schema);
-  std::string ids = "{", tokens = "{";
-  for (int i = 0; i < 100; ++i) {
-    ids += (i ? "," : "") + std::to_string(i + 1);
-    tokens += std::string(i ? "," : "") + "00000000-0000-0000-0000-000000000000";
-  }
-  ids += "}";
-  tokens += "}";
-  const std::vector<std::pair<std::string, std::string>> settles = {
-      {"complete", plan_of(db, sql.complete.sql, {ids, tokens})},
-      {"complete_delete", plan_of(db, sql.complete_delete.sql, {ids, tokens})},
-      {"extend", plan_of(db, sql.extend.sql, {"30000000", ids, tokens})},
-      {"release", plan_of(db, sql.release.sql, {"0", ids, tokens})},
-      {"held", plan_of(db, sql.held.sql, {ids, tokens})}};
-  for (const auto& [name, plan] : settles) {
-    EXPECT_NE(plan.find("live_pkey"), std::string::npos) << name << ":\n" << plan;
-    EXPECT_EQ(plan.find("jobs_expiry_idx"), std::string::npos) << name << ":\n" << plan;
-  }
-}
-
 TEST_F(EngineTest, ALargeLeaseFindsItsRowsByPrimaryKeyNotByScanningTheTable) {
   // With a LIMIT of hundreds and a table of a few thousand pages, PostgreSQL costs a hash
   // join over a sequential scan below one primary-key probe per row; the lease then read

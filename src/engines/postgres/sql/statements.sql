@@ -208,17 +208,10 @@ RETURNING j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attemp
 -- so the re-sent one matches no row and reports the lease lost; it can neither complete
 -- the job twice nor touch a later attempt that another worker holds. A job that is kept
 -- moves from live to done in the one statement (migration 10).
---
--- The settles find their rows by id, one probe of live_pkey each, and write the state test
--- as `(j.state || '') = 'running'` so that the planner cannot read it as the condition of
--- jobs_expiry_idx (partial, on running jobs): with statistics that count few running jobs it
--- otherwise walks that whole index and joins, and while another session holds an old
--- snapshot the index keeps an entry for every job that ever ran, which no vacuum may remove
--- (6 s for 100 completions after two minutes of such a hold, docs/benchmarks.md run 34).
 WITH ended AS (
   DELETE FROM :"schema".live j
   USING unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
-  WHERE j.id = r.id AND (j.state || '') = 'running' AND j.lease_token = r.token
+  WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
   RETURNING j.*, r.token AS settled_token
 ), kept AS (
   INSERT INTO :"schema".done
@@ -235,8 +228,7 @@ SELECT e.id, e.settled_token FROM ended e;
 -- `complete` instead, and retention deletes it once resolve_dependencies has told them.
 DELETE FROM :"schema".live j
 USING unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
-WHERE j.id = r.id AND (j.state || '') = 'running' AND j.lease_token = r.token
-  AND j.notify IS NOT TRUE
+WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token AND j.notify IS NOT TRUE
 RETURNING j.id, r.token;
 
 -- name: fail
@@ -254,7 +246,7 @@ WITH input AS (
               :factors::double precision[], :no_retry::boolean[])
        AS r(id, token, error, retry_after_us, base_us, cap_us, factor, no_retry)
     ON j.id = r.id
-  WHERE (j.state || '') = 'running' AND j.lease_token = r.token
+  WHERE j.state = 'running' AND j.lease_token = r.token
   FOR UPDATE OF j
 ), retried AS (
   UPDATE :"schema".live j
@@ -265,11 +257,11 @@ WITH input AS (
       last_error = r.error,
       lease_expires_at = NULL
   FROM input r
-  WHERE j.id = r.id AND NOT r.dies AND (j.state || '') = 'running' AND j.lease_token = r.token
+  WHERE j.id = r.id AND NOT r.dies AND j.state = 'running' AND j.lease_token = r.token
   RETURNING j.id, r.token, j.state, j.attempts, j.leased_by, j.last_error
 ), died AS (
   DELETE FROM :"schema".live j USING input r
-  WHERE j.id = r.id AND r.dies AND (j.state || '') = 'running' AND j.lease_token = r.token
+  WHERE j.id = r.id AND r.dies AND j.state = 'running' AND j.lease_token = r.token
   RETURNING j.*, r.token AS settled_token, r.error
 ), buried AS (
   INSERT INTO :"schema".done
@@ -290,7 +282,7 @@ SELECT f.id, f.token, f.state FROM failed f;
 
 -- name: set_progress
 UPDATE :"schema".live j SET progress = :progress::text
-WHERE j.id = :id::bigint AND (j.state || '') = 'running' AND j.lease_token = :token::uuid;
+WHERE j.id = :id::bigint AND j.state = 'running' AND j.lease_token = :token::uuid;
 
 -- name: job_errors
 SELECT e.attempt, e.at, e.worker, e.error FROM :"schema".job_errors e
@@ -344,7 +336,7 @@ WHERE (w.queue, w.unique_key) IN (
 UPDATE :"schema".live j
 SET lease_expires_at = statement_timestamp() + :lease_us::bigint * interval '1 microsecond'
 FROM unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
-WHERE j.id = r.id AND (j.state || '') = 'running' AND j.lease_token = r.token
+WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
 RETURNING j.id, r.token;
 
 -- name: held
@@ -352,7 +344,7 @@ RETURNING j.id, r.token;
 SELECT j.id, r.token
 FROM :"schema".live j
 JOIN unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token) ON j.id = r.id
-WHERE (j.state || '') = 'running' AND j.lease_token = r.token;
+WHERE j.state = 'running' AND j.lease_token = r.token;
 
 -- name: release
 -- Gives back the attempt the lease spent.
@@ -362,7 +354,7 @@ SET state = 'available',
     attempts = greatest(j.attempts - 1, 0),
     lease_expires_at = NULL
 FROM unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
-WHERE j.id = r.id AND (j.state || '') = 'running' AND j.lease_token = r.token
+WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
 RETURNING j.id, r.token;
 
 -- name: rescue
@@ -383,11 +375,11 @@ WITH expired AS (
   SET state = 'available', run_at = statement_timestamp(),
       last_error = 'lease expired (worker lost)', lease_expires_at = NULL
   FROM expired e
-  WHERE j.id = e.id AND NOT e.dies AND (j.state || '') = 'running'
+  WHERE j.id = e.id AND NOT e.dies AND j.state = 'running'
   RETURNING j.id, j.attempts, j.leased_by, j.last_error
 ), died AS (
   DELETE FROM :"schema".live j USING expired e
-  WHERE j.id = e.id AND e.dies AND (j.state || '') = 'running'
+  WHERE j.id = e.id AND e.dies AND j.state = 'running'
   RETURNING j.*
 ), buried AS (
   INSERT INTO :"schema".done
