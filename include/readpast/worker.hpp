@@ -99,7 +99,9 @@ struct QueueConfig {
   int concurrency = 1;  // handler threads for this queue, 1 to 1024. Default: 1
   // Jobs leased ahead of free threads (held, their leases extended, until a thread is
   // free): fewer round trips for short jobs, at the cost of holding jobs other workers
-  // could run. Default: 0
+  // could run. With a prefetch, a finished job frees its slot before its result is
+  // recorded, and two leases of up to half the capacity each may be in flight at once
+  // (docs/worker.md). Default: 0
   int prefetch = 0;
   // Per attempt; past it the stop token fires and the attempt fails. Default: none.
   std::optional<Duration> timeout{};

@@ -1,6 +1,6 @@
-// worker/refill.hpp — when a queue's fetcher leases more jobs (see runtime.hpp).
+// worker/refill.hpp — when a queue's fetchers lease more jobs, and how many (see runtime.hpp).
 //
-// Thread-safety: a pure function.
+// Thread-safety: pure functions.
 #pragma once
 
 #include <cstddef>
@@ -8,19 +8,65 @@
 
 namespace readpast::worker {
 
-// Whether a fetcher whose queue runs `concurrency` handler threads with `prefetch` jobs
-// held ahead, and holds `held` jobs of which `ready` wait for a thread, should lease now.
+// A queue runs `concurrency` handler threads with `prefetch` jobs held ahead: a capacity of
+// concurrency + prefetch slots. Of the jobs its worker holds (or has asked for in a lease
+// still in flight, which count as held), `unfinished` wait for a thread or run (`ready` of
+// them wait), and `settling` have finished and wait for their settling call (the
+// completer's batch, a fail, a release).
+//
+// The slots free now. Without prefetch a job holds its slot until it is settled, so that a
+// worker never holds more leases than it has threads (what the database shows as running
+// is what runs, or has just finished). With prefetch, which asks for leases ahead anyway, a
+// finished job frees its slot at once: counting it until its completion was recorded made
+// every job hold a slot for a lease round trip and a completion round trip, and bound a
+// worker of short jobs to capacity / (the two round trips) jobs a second. The settling
+// ones are then bounded by should_lease instead.
+constexpr int free_slots(int concurrency, int prefetch, int unfinished, int settling) {
+  return concurrency + prefetch - unfinished - (prefetch > 0 ? 0 : settling);
+}
+
+// Whether the fetcher should lease now.
 //
 // Without prefetch a free slot is a handler thread without a job (ready is then shorter
 // than concurrency): lease at once. With prefetch, jobs still wait for threads, so there
 // is no hurry: lease once a thread may soon find none (ready shorter than concurrency) or
 // half the capacity is free. Short jobs then come in leases of half the capacity, instead
 // of one lease per job as each finishes, which cost a round trip and a statement per job.
-constexpr bool should_lease(int concurrency, int prefetch, int held, std::size_t ready) {
+// When as many finished jobs wait for their settling call as the capacity (the database
+// falls behind recording them), the fetcher waits.
+constexpr bool should_lease(int concurrency, int prefetch, int unfinished, std::size_t ready,
+                            int settling) {
   const int capacity = concurrency + prefetch;
-  const int free = capacity - held;
-  if (free <= 0) return false;
+  const int free = free_slots(concurrency, prefetch, unfinished, settling);
+  if (free <= 0 || settling >= capacity) return false;
   return std::cmp_less(ready, concurrency) || free >= (capacity + 1) / 2;
+}
+
+// Whether a queue gets a second fetcher that overlaps the first one's leases: only with
+// prefetch, where jobs are leased ahead in batches and a batch's round trip and statement
+// would otherwise leave the threads of short jobs waiting.
+constexpr bool overlaps_leases(int prefetch) {
+  return prefetch > 0;
+}
+
+// The most one lease asks for: the whole capacity with one fetcher; half of it with two, so
+// that two leases can be in flight at once. (A first lease of all the capacity would leave
+// the second fetcher crumbs: leases of a job or two, each a statement of its own.)
+constexpr int lease_size(int concurrency, int prefetch) {
+  const int capacity = concurrency + prefetch;
+  return overlaps_leases(prefetch) ? (capacity + 1) / 2 : capacity;
+}
+
+// Whether the second fetcher leases now, on top of should_lease's rule (whose `unfinished`
+// includes `asking`): only while a lease of `asking` jobs is in flight, when the last lease
+// came back with all it asked for (more jobs are likely due: an empty or short queue gets
+// no second lease), and when a whole lease_size is free, never the crumbs.
+constexpr bool should_overlap(int concurrency, int prefetch, int unfinished, std::size_t ready,
+                              int settling, int asking, bool last_lease_full) {
+  return overlaps_leases(prefetch) && asking > 0 && last_lease_full &&
+         free_slots(concurrency, prefetch, unfinished, settling) >=
+             lease_size(concurrency, prefetch) &&
+         should_lease(concurrency, prefetch, unfinished, ready, settling);
 }
 
 }  // namespace readpast::worker

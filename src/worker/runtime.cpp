@@ -210,7 +210,13 @@ Status Runtime::run() {
     wake_everyone();
   });
   for (std::size_t i = 0; i < lanes_.size(); ++i) {
+    const bool overlap = overlaps_leases(lanes_[i].setup.config.prefetch);
+    {
+      std::lock_guard lock(mu_);
+      lanes_[i].fetch_threads = overlap ? 2 : 1;
+    }
     threads.start([this, i] { fetch_loop(i); });
+    if (overlap) threads.start([this, i] { overlap_loop(i); });
     for (int t = 0; t < lanes_[i].setup.config.concurrency; ++t) {
       threads.start([this, i] { handler_loop(i); });
     }
@@ -265,6 +271,19 @@ void Runtime::fetch_loop(std::size_t index) {
       log(LogLevel::kInfo, "queue " + queue + " drained", {{"event", "drained"}, {"queue", queue}});
       break;
     }
+    if (options_.drain) {
+      // The jobs this worker still holds may be all that is left, and their settling sends
+      // no notification: lease again as soon as the last of them is settled rather than
+      // after a blind wait.
+      std::unique_lock lock(mu_);
+      if (lane.held > 0 || lane.asking > 0) {
+        const bool settled = lane.fetch_cv.wait_for(lock, idle_wait, [&] {
+          return stop_phase_ != StopPhase::kRunning || (lane.held == 0 && lane.asking == 0);
+        });
+        if (!settled) idle_wait = std::min(idle_wait * 2, options_.idle_wait_max);
+        continue;
+      }
+    }
     auto woken = queue_.wait_for_work(queue, idle_wait);
     if (woken) {
       outage_.recovered("waiting for jobs");
@@ -281,6 +300,37 @@ void Runtime::fetch_loop(std::size_t index) {
   release_waiting(index);
   {
     std::lock_guard lock(mu_);
+    lane.fetcher_ended = true;
+  }
+  lane.fetch_cv.notify_all();
+  fetch_thread_ended(index);
+}
+
+void Runtime::overlap_loop(std::size_t index) {
+  Lane& lane = lanes_[index];
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      lane.fetch_cv.wait(lock, [&] {
+        return stop_phase_ != StopPhase::kRunning || lane.fetcher_ended ||
+               should_overlap(lane.setup.config.concurrency, lane.setup.config.prefetch,
+                              unfinished(lane), lane.ready.size(), lane.settling, lane.asking,
+                              lane.full);
+      });
+      if (stop_phase_ != StopPhase::kRunning || lane.fetcher_ended) break;
+    }
+    // Unavailable or not full: lane.full is false now, so this waits for the fetcher's next
+    // full lease; the fetcher alone backs off and waits for work.
+    if (fetch_once(index) == Fetched::kEnd) break;
+  }
+  fetch_thread_ended(index);
+}
+
+void Runtime::fetch_thread_ended(std::size_t index) {
+  {
+    std::lock_guard lock(mu_);
+    Lane& lane = lanes_[index];
+    if (--lane.fetch_threads > 0) return;
     lane.fetcher_done = true;
     fetchers_done_ =
         std::all_of(lanes_.begin(), lanes_.end(), [](const Lane& l) { return l.fetcher_done; });
@@ -293,13 +343,45 @@ Runtime::Fetched Runtime::fetch_once(std::size_t index) {
   int want = 0;
   {
     std::lock_guard lock(mu_);
-    if (stop_phase_ != StopPhase::kRunning) return Fetched::kEnd;
-    want = lane.setup.config.concurrency + lane.setup.config.prefetch - lane.held;
+    if (stop_phase_ != StopPhase::kRunning || lane.fetcher_ended) return Fetched::kEnd;
+    const QueueConfig& config = lane.setup.config;
+    want =
+        std::min(free_slots(config.concurrency, config.prefetch, unfinished(lane), lane.settling),
+                 lease_size(config.concurrency, config.prefetch));
+    if (want <= 0) return Fetched::kSome;
+    lane.asking += want;
   }
-  if (want <= 0) return Fetched::kSome;
+  lane.fetch_cv.notify_all();  // a lease in flight: the second fetcher may overlap it
   const auto asked_at = Clock::now();
   auto jobs = queue_.lease(
       LeaseRequest{lane.setup.queue, options_.worker_id, want, options_.lease_duration});
+  std::vector<Held*> leased_while_stopping;
+  {
+    std::lock_guard lock(mu_);
+    lane.asking -= want;
+    lane.full = jobs && std::cmp_equal(jobs->size(), want);
+    // Once the fetcher has ended (and released what waited), nothing joins lane.ready.
+    const bool stopping = stop_phase_ != StopPhase::kRunning || lane.fetcher_ended;
+    if (jobs) {
+      for (Job& job : *jobs) {
+        auto held = std::make_unique<Held>();
+        held->job = std::move(job);
+        held->lane = index;
+        held->lease_expires = asked_at + options_.lease_duration;
+        Held* raw = held.get();
+        held_.emplace(raw, std::move(held));
+        ++lane.held;
+        if (stopping) {
+          mark_settling(*raw);
+          leased_while_stopping.push_back(raw);
+        } else {
+          lane.ready.push_back(raw);
+        }
+      }
+    }
+  }
+  // What a short lease did not take is free again: the other fetcher may want it.
+  lane.fetch_cv.notify_all();
   if (!jobs) {
     if (!jobs.error().is_unavailable()) {
       fail_fatally(jobs.error());
@@ -310,27 +392,6 @@ Runtime::Fetched Runtime::fetch_once(std::size_t index) {
   }
   outage_.recovered("leasing");
   if (jobs->empty()) return Fetched::kNone;
-
-  std::vector<Held*> leased_while_stopping;
-  {
-    std::lock_guard lock(mu_);
-    const bool stopping = stop_phase_ != StopPhase::kRunning;
-    for (Job& job : *jobs) {
-      auto held = std::make_unique<Held>();
-      held->job = std::move(job);
-      held->lane = index;
-      held->lease_expires = asked_at + options_.lease_duration;
-      Held* raw = held.get();
-      held_.emplace(raw, std::move(held));
-      ++lane.held;
-      if (stopping) {
-        raw->phase = JobPhase::kSettling;
-        leased_while_stopping.push_back(raw);
-      } else {
-        lane.ready.push_back(raw);
-      }
-    }
-  }
   lane.work_cv.notify_all();
   if (!leased_while_stopping.empty()) {
     // Leased just as the stop came: hand them straight back, no attempt spent.
@@ -340,16 +401,25 @@ Runtime::Fetched Runtime::fetch_once(std::size_t index) {
   return Fetched::kSome;
 }
 
+int Runtime::unfinished(const Lane& lane) {
+  return lane.held - lane.settling + lane.asking;
+}
+
 bool Runtime::needs_jobs(const Lane& lane) const {
-  return should_lease(lane.setup.config.concurrency, lane.setup.config.prefetch, lane.held,
-                      lane.ready.size());
+  return should_lease(lane.setup.config.concurrency, lane.setup.config.prefetch, unfinished(lane),
+                      lane.ready.size(), lane.settling);
+}
+
+void Runtime::mark_settling(Held& held) {
+  held.phase = JobPhase::kSettling;
+  ++lanes_[held.lane].settling;
 }
 
 bool Runtime::drained(std::size_t index) {
   Lane& lane = lanes_[index];
   {
     std::lock_guard lock(mu_);
-    if (lane.held > 0) return false;
+    if (lane.held > 0 || lane.asking > 0) return false;
   }
   // Jobs this worker finished may have made waiting jobs of the queue available: tell them
   // now rather than at a later lease, which --drain would not make. A failure leaves it to
@@ -377,7 +447,7 @@ void Runtime::release_waiting(std::size_t index) {
     Lane& lane = lanes_[index];
     waiting.assign(lane.ready.begin(), lane.ready.end());
     lane.ready.clear();
-    for (Held* held : waiting) held->phase = JobPhase::kSettling;
+    for (Held* held : waiting) mark_settling(*held);
   }
   for (Held* held : waiting) release(*held, "not started before the worker stopped");
 }
@@ -404,7 +474,7 @@ void Runtime::handler_loop(std::size_t index) {
       ++running_;
       wake_fetcher = needs_jobs(lane);
     }
-    if (wake_fetcher) lane.fetch_cv.notify_one();
+    if (wake_fetcher) lane.fetch_cv.notify_all();
     // The job is constant while held: read it without the lock. timeout_for is the
     // user's code: never call it under the lock.
     std::optional<Duration> timeout =
@@ -427,10 +497,13 @@ void Runtime::handler_loop(std::size_t index) {
     Abort abort;
     {
       std::lock_guard lock(mu_);
-      held->phase = JobPhase::kSettling;
+      mark_settling(*held);
       abort = held->abort;
       --running_;
+      // Its slot is free now, before its settling call returns (refill.hpp).
+      wake_fetcher = needs_jobs(lane);
     }
+    if (wake_fetcher) lane.fetch_cv.notify_all();
     settle(*held, result, abort);
   }
 }
@@ -579,11 +652,12 @@ void Runtime::forget(Held& held) {
   {
     std::lock_guard lock(mu_);
     --lane.held;
+    if (held.phase == JobPhase::kSettling) --lane.settling;
     held_.erase(&held);  // destroys `held`
     wake_fetcher = needs_jobs(lane);
     last = fetchers_done_ && held_.empty();
   }
-  if (wake_fetcher) lane.fetch_cv.notify_one();
+  if (wake_fetcher) lane.fetch_cv.notify_all();
   if (last) cv_.notify_all();
 }
 
@@ -718,7 +792,7 @@ void Runtime::heartbeat_loop() {
         // Cancelled before a handler took it: drop it from the lane's queue.
         auto& ready = lanes_[held.lane].ready;
         ready.erase(std::remove(ready.begin(), ready.end(), &held), ready.end());
-        held.phase = JobPhase::kSettling;
+        mark_settling(held);
         lost_waiting.push_back(&held);
       }
     }

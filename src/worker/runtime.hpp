@@ -4,12 +4,19 @@
 //
 // Threads (all started and joined by run()):
 //   - per queue (a Lane), one fetcher: leases up to the lane's free capacity
-//     (concurrency + prefetch - held) in one call, and when the queue is empty waits in
-//     Queue::wait_for_work with a timeout that doubles from idle_wait_min to
-//     idle_wait_max; it never spins. With prefetch, it leases again only once half the
-//     capacity is free or fewer jobs wait than there are handler threads (refill.hpp), so
-//     that short jobs come in large batches rather than one lease per finished job. When
-//     it stops, it releases the lane's jobs that no handler has started.
+//     (concurrency + prefetch - the jobs that wait or run - the jobs asked for by a lease
+//     in flight) in one call, and when the queue is empty waits in Queue::wait_for_work
+//     with a timeout that doubles from idle_wait_min to idle_wait_max; it never spins.
+//     With prefetch, it leases again only once half the capacity is free or fewer jobs
+//     wait than there are handler threads (refill.hpp), so that short jobs come in large
+//     batches rather than one lease per finished job. When it stops, it releases the
+//     lane's jobs that no handler has started.
+//   - per queue with prefetch, a second fetcher that only overlaps: while the fetcher's
+//     lease is in flight and the last lease filled its request (more jobs are likely
+//     due), it leases what capacity is left, on another connection. A lease is a round
+//     trip and a statement whose cost grows with its rows; one at a time, the handlers of
+//     short jobs wait for it. It never waits for work, never decides that the queue is
+//     drained, and ends with the fetcher.
 //   - per queue, `concurrency` handler threads: each takes the next leased job of its lane,
 //     runs the handler, then fails or releases the job, or hands it to the completer.
 //   - the completer: records completions in batches (complete_batch); the completions
@@ -33,7 +40,10 @@
 // Invariants (under mu_):
 //   - every job this worker holds a lease on is in held_ from the moment its lease call
 //     returned until its settlement (complete, fail, release) returned or gave up;
-//   - lane.held counts the lane's jobs in held_; lane.ready holds those no handler took yet.
+//   - lane.held counts the lane's jobs in held_; lane.ready holds those no handler took yet;
+//     lane.settling counts those of the lane's jobs whose phase is kSettling;
+//   - lane.asking is the sum of max_jobs of the lane's lease calls in flight: the held jobs
+//     plus lane.asking never exceed what the lane's capacity allowed when each call began.
 //
 // Thread-safety: request_stop() and counters() may be called from any thread at any
 // time. run() is called once, from one thread.
@@ -105,11 +115,17 @@ class Runtime {
     // Constant after construction.
     LaneSetup setup;
     // Guarded by mu_.
-    std::deque<Held*> ready;  // leased, not yet taken by a handler thread
-    int held = 0;             // the lane's jobs in held_
-    bool fetcher_done = false;
-    // Used with mu_. The handler threads wait on work_cv for ready jobs; the fetcher on
-    // fetch_cv for needs_jobs().
+    std::deque<Held*> ready;     // leased, not yet taken by a handler thread
+    int held = 0;                // the lane's jobs in held_
+    int settling = 0;            // of those, the ones in JobPhase::kSettling (mark_settling)
+    int asking = 0;              // jobs asked for by the lane's lease calls in flight
+    bool full = false;           // the lane's last lease returned all it asked for
+    int fetch_threads = 0;       // the lane's fetch threads that have not ended
+    bool fetcher_ended = false;  // the (first) fetcher has ended: the second one ends too
+    bool fetcher_done = false;   // every fetch thread of the lane has ended
+    // Used with mu_. The handler threads wait on work_cv for ready jobs; the fetchers on
+    // fetch_cv for needs_jobs() (notify_all: two fetchers wait on it for different
+    // conditions).
     std::condition_variable work_cv;
     std::condition_variable fetch_cv;
   };
@@ -120,8 +136,18 @@ class Runtime {
   };
 
   void fetch_loop(std::size_t lane);
+  // The lane's second fetcher (see "Threads" above).
+  void overlap_loop(std::size_t lane);
+  // A fetch thread of the lane has ended; the last one marks the lane's fetching done.
+  void fetch_thread_ended(std::size_t lane);
   // Whether the lane's fetcher should lease now. REQUIRES: mu_ held.
   bool needs_jobs(const Lane& lane) const;
+  // The lane's jobs that wait or run, and those asked for by its leases in flight: what
+  // takes its capacity (refill.hpp). REQUIRES: mu_ held.
+  static int unfinished(const Lane& lane);
+  // The job is finished or handed back: its settling call is all that is left. REQUIRES: mu_
+  // held, the job not yet settling.
+  void mark_settling(Held& held);
   // Leases up to the lane's free capacity; what came of it.
   enum class Fetched { kSome, kNone, kUnavailable, kEnd };
   Fetched fetch_once(std::size_t lane);

@@ -324,6 +324,33 @@ TEST_P(WorkerTest, ShutdownReleasesPrefetchedJobsNobodyStarted) {
   }
 }
 
+TEST_P(WorkerTest, ADrainingWorkerEndsOnceItsLastJobIsSettledNotAfterAnIdleWait) {
+  // Two threads, one job: the fetcher has a free thread while the job runs, so it leases
+  // again and finds nothing. The job's completion sends no notification, so a worker that
+  // then waits for work waits its whole idle wait (3 s here) before it looks again and
+  // sees that the queue is drained. It must look as soon as its last job is settled.
+  const JobId id = enqueue("q");
+  WorkerOptions o = options();
+  o.idle_wait_min = 3s;
+  o.idle_wait_max = 3s;
+  QueueConfig two_threads;
+  two_threads.concurrency = 2;
+  Worker worker(q(), o);
+  ASSERT_TRUE(worker.handle(
+      "q",
+      [&](const Job&, std::stop_token) {
+        std::this_thread::sleep_for(300ms);
+        return JobResult::success();
+      },
+      two_threads));
+  const auto started = std::chrono::steady_clock::now();
+  ASSERT_TRUE(worker.run());
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_LT(took, 2s) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                      << " ms to drain one job of 300 ms";
+  EXPECT_EQ(get(id).state, JobState::kSucceeded);
+}
+
 TEST_P(WorkerTest, StopBeforeRunReturnsAtOnce) {
   enqueue("q");
   Worker worker(q(), options(/*drain=*/false));
