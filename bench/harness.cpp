@@ -1,11 +1,13 @@
 #include "harness.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "common.hpp"
@@ -32,6 +34,9 @@ struct HarnessEnv {
   int latency_rate = 200;
   int latency_seconds = 10;
   int worker_prefetch = 500;  // drain_worker's QueueConfig::prefetch
+  // The drains to run, by metric name (READPAST_HARNESS_DRAINS, comma-separated); empty:
+  // all of them.
+  std::vector<std::string> drains;
 };
 
 QueueOptions retention(bool keep) {
@@ -140,6 +145,10 @@ void harness_drain(const HarnessEnv& env, const Target& target, Reporter& report
                                          {"drain_batch1000_delete", 1000, false, std::nullopt},
                                          {"drain_worker", 0, false, env.worker_prefetch}};
   for (const auto& v : variants) {
+    if (!env.drains.empty() &&
+        std::find(env.drains.begin(), env.drains.end(), v.metric) == env.drains.end()) {
+      continue;
+    }
     auto admin = make_readpast_subject(target, retention(v.keep));
     admin->reset();
     std::vector<std::string> jobs;
@@ -161,15 +170,51 @@ void harness_drain(const HarnessEnv& env, const Target& target, Reporter& report
             std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
       }
     };
+    double seconds = 0;
+    std::int64_t tail_ms = 0;  // from the last job handled to the timer's stop
+    const auto tail_since = [](Clock::time_point handled_at) {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - handled_at)
+          .count();
+    };
+    json worker_extra = json::object();
     if (v.worker_prefetch) {
       auto queue = Queue::open(env.url, retention(v.keep));
       if (!queue) fail("harness: " + queue.error().message);
-      if (drain_with_worker(*queue, env.concurrency, *v.worker_prefetch, on_job) != env.n) {
-        fail("harness: the worker completed fewer jobs than it handled");
+      // The timer stops as the peers' harness stops it (graphile.js, benchDrain): once every
+      // job was handled and the table holds none unfinished, seen from another connection
+      // while the worker still runs. The worker's own shutdown (noticing the queue is
+      // drained, joining its threads) is reported apart, as worker_returned_ms.
+      std::atomic<bool> returned{false};
+      std::int64_t completed = 0;
+      std::optional<std::string> failed;
+      std::jthread runner([&] {
+        try {
+          completed = drain_with_worker(*queue, env.concurrency, *v.worker_prefetch, on_job);
+        } catch (const std::exception& e) {
+          failed = e.what();
+        }
+        returned = true;
+      });
+      while (handled.load() < env.n && !returned.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
       }
+      const auto handled_at = Clock::now();
+      while (!returned.load() && admin->unfinished() != 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      seconds = seconds_since(start);
+      tail_ms = tail_since(handled_at);
+      runner.join();
+      if (failed) fail(*failed);
+      if (completed != env.n) fail("harness: the worker completed fewer jobs than it handled");
+      if (admin->unfinished() != 0) fail("harness: the worker returned with jobs unfinished");
+      worker_extra["worker_returned_ms"] =
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
       how = "readpast::Worker(drain) with one QueueConfig{concurrency=" +
             std::to_string(env.concurrency) + ", prefetch=" + std::to_string(*v.worker_prefetch) +
-            "}: one fetcher leasing for the handler threads, completions recorded in batches";
+            "}: a fetcher leasing for the handler threads (and a second one overlapping its "
+            "leases), completions recorded in batches; timer stops once all jobs were handled "
+            "and none is unfinished (polled every 5 ms, as the peers' harness does)";
     } else {
       auto workers = make_readpast_subject(target, retention(v.keep));
       WorkerSetup setup;
@@ -181,19 +226,20 @@ void harness_drain(const HarnessEnv& env, const Target& target, Reporter& report
       how = std::to_string(env.concurrency) +
             " worker threads over one Queue, each: lease(max_jobs=" + std::to_string(v.batch) +
             ") → handler → complete_batch";
+      const auto handled_at = Clock::now();
+      while (admin->unfinished() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      seconds = seconds_since(start);
+      tail_ms = tail_since(handled_at);
     }
-    const auto handled_at = Clock::now();
-    while (admin->unfinished() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    const double seconds = seconds_since(start);
     if (handled.load() != env.n) fail("harness: drain handled " + std::to_string(handled.load()));
-    emit(
-        reporter, v.metric, env.n / seconds, "jobs/s", env.n, env.concurrency,
-        {{"elapsed_s", seconds},
-         {"handled", handled.load()},
-         {"first_job_ms", first_us.load() / 1000},
-         {"tail_ms",
-          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - handled_at).count()},
-         {"options", how + "; " + retention_text(v.keep) + "; timer includes Queue::open"}});
+    json extra = {
+        {"elapsed_s", seconds},
+        {"handled", handled.load()},
+        {"first_job_ms", first_us.load() / 1000},
+        {"tail_ms", tail_ms},
+        {"options", how + "; " + retention_text(v.keep) + "; timer includes Queue::open"}};
+    extra.update(worker_extra);
+    emit(reporter, v.metric, env.n / seconds, "jobs/s", env.n, env.concurrency, std::move(extra));
   }
 }
 
@@ -272,6 +318,12 @@ int harness_main(const std::vector<std::string>& parts_in) {
   env.latency_rate = static_cast<int>(env_int("BENCH_LAT_RATE", 200));
   env.latency_seconds = static_cast<int>(env_int("BENCH_LAT_SECONDS", 10));
   env.worker_prefetch = static_cast<int>(env_int("READPAST_HARNESS_PREFETCH", 500));
+  if (const char* drains = std::getenv("READPAST_HARNESS_DRAINS"); drains != nullptr) {
+    std::stringstream list(drains);
+    for (std::string name; std::getline(list, name, ',');) {
+      if (!name.empty()) env.drains.push_back(name);
+    }
+  }
   std::vector<std::string> parts = parts_in;
   if (parts.empty()) parts = {"enqueue", "drain", "latency"};
   Target target;
