@@ -100,8 +100,8 @@ struct QueueConfig {
   // Jobs leased ahead of free threads (held, their leases extended, until a thread is
   // free): fewer round trips for short jobs, at the cost of holding jobs other workers
   // could run. With a prefetch, a finished job frees its slot before its result is
-  // recorded, and two leases of up to half the capacity each may be in flight at once
-  // (docs/worker.md). Default: 0
+  // recorded, and while leases come back full, two of half the capacity each may be in
+  // flight at once (docs/worker.md). Default: 0
   int prefetch = 0;
   // Per attempt; past it the stop token fires and the attempt fails. Default: none.
   std::optional<Duration> timeout{};

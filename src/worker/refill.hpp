@@ -49,12 +49,14 @@ constexpr bool overlaps_leases(int prefetch) {
   return prefetch > 0;
 }
 
-// The most one lease asks for: the whole capacity with one fetcher; half of it with two, so
-// that two leases can be in flight at once. (A first lease of all the capacity would leave
-// the second fetcher crumbs: leases of a job or two, each a statement of its own.)
-constexpr int lease_size(int concurrency, int prefetch) {
+// The most one lease asks for. While leases come back full (a backlog: the second fetcher
+// overlaps them), half the capacity, so that two leases can be in flight at once; a lease
+// of all the free capacity would leave the second fetcher crumbs, leases of a job or two,
+// each a statement of its own. Otherwise (the first lease, or the queue ran short) the
+// whole capacity, so that a worker holds its full prefetch ahead whenever jobs are there.
+constexpr int lease_size(int concurrency, int prefetch, bool last_lease_full) {
   const int capacity = concurrency + prefetch;
-  return overlaps_leases(prefetch) ? (capacity + 1) / 2 : capacity;
+  return overlaps_leases(prefetch) && last_lease_full ? (capacity + 1) / 2 : capacity;
 }
 
 // Whether the second fetcher leases now, on top of should_lease's rule (whose `unfinished`
@@ -65,7 +67,7 @@ constexpr bool should_overlap(int concurrency, int prefetch, int unfinished, std
                               int settling, int asking, bool last_lease_full) {
   return overlaps_leases(prefetch) && asking > 0 && last_lease_full &&
          free_slots(concurrency, prefetch, unfinished, settling) >=
-             lease_size(concurrency, prefetch) &&
+             lease_size(concurrency, prefetch, last_lease_full) &&
          should_lease(concurrency, prefetch, unfinished, ready, settling);
 }
 

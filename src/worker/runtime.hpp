@@ -11,9 +11,10 @@
 //     wait than there are handler threads (refill.hpp), so that short jobs come in large
 //     batches rather than one lease per finished job. When it stops, it releases the
 //     lane's jobs that no handler has started.
-//   - per queue with prefetch, a second fetcher that only overlaps: while the fetcher's
-//     lease is in flight and the last lease filled its request (more jobs are likely
-//     due), it leases what capacity is left, on another connection. A lease is a round
+//   - per queue with prefetch, a second fetcher that only overlaps: while leases come back
+//     full (more jobs are likely due), each asks for at most half the capacity, and while
+//     the fetcher's lease is in flight the second fetcher leases the other half, on
+//     another connection (refill.hpp: lease_size, should_overlap). A lease is a round
 //     trip and a statement whose cost grows with its rows; one at a time, the handlers of
 //     short jobs wait for it. It never waits for work, never decides that the queue is
 //     drained, and ends with the fetcher.

@@ -24,11 +24,11 @@ int leases_waiting_for_a_lock(SqlConnection& watcher) {
 }
 
 TEST_F(WorkerFetchTest, WithPrefetchASecondLeaseIsInFlightBesideTheFirst) {
-  // One thread and 21 jobs ahead: 22 slots, leased 11 at a time. Once a lease came back
-  // full, the next one overlaps it. To catch them in flight, a session holds the queues
-  // table locked: every lease reads it (the paused and limits probe), no completion does,
-  // so the leases wait where pg_stat_activity shows them while the jobs already leased
-  // finish. One fetcher would leave one lease waiting; two must wait at once.
+  // One thread and 21 jobs ahead: 22 slots. The first lease takes all 22; once a lease
+  // came back full, leases ask for 11 and the next one overlaps the one in flight. To catch them in
+  // flight, a session holds the queues table locked: every lease reads it (the paused and limits
+  // probe), no completion does, so the leases wait where pg_stat_activity shows them while the jobs
+  // already leased finish. One fetcher would leave one lease waiting; two must wait at once.
   constexpr int kJobs = 100;
   Queue queue = open();
   std::vector<NewJob> jobs;

@@ -55,11 +55,17 @@ TEST(RefillTest, ACapacityOfJobsWaitingToBeSettledStopsTheFetcher) {
   EXPECT_FALSE(should_lease(8, 0, 0, 0, 8));
 }
 
-TEST(RefillTest, WithPrefetchALeaseAsksForHalfTheCapacitySoThatTwoCanBeInFlight) {
-  EXPECT_EQ(lease_size(8, 500), 254);
-  EXPECT_EQ(lease_size(1, 21), 11);
-  EXPECT_EQ(lease_size(1, 1), 1);
-  EXPECT_EQ(lease_size(8, 0), 8) << "without prefetch, one fetcher leases for every free thread";
+TEST(RefillTest, WhileLeasesComeBackFullALeaseAsksForHalfTheCapacity) {
+  // Two can then be in flight at once.
+  EXPECT_EQ(lease_size(8, 500, true), 254);
+  EXPECT_EQ(lease_size(1, 21, true), 11);
+  EXPECT_EQ(lease_size(1, 1, true), 1);
+  // The first lease, or after a short one: the whole capacity, so that the prefetch is
+  // held in full whenever the jobs are there.
+  EXPECT_EQ(lease_size(8, 500, false), 508);
+  EXPECT_EQ(lease_size(1, 2, false), 3);
+  EXPECT_EQ(lease_size(8, 0, true), 8)
+      << "without prefetch, one fetcher leases for every free thread";
   EXPECT_FALSE(overlaps_leases(0));
   EXPECT_TRUE(overlaps_leases(1));
 }
