@@ -500,7 +500,7 @@ void Runtime::handler_loop(std::size_t index) {
       mark_settling(*held);
       abort = held->abort;
       --running_;
-      // Its slot is free now, before its settling call returns (refill.hpp).
+      // With prefetch its slot is free now, before its settling call returns (refill.hpp).
       wake_fetcher = needs_jobs(lane);
     }
     if (wake_fetcher) lane.fetch_cv.notify_all();
