@@ -209,14 +209,18 @@ Status Runtime::run() {
     }
     wake_everyone();
   });
+  {
+    // Every lane's count before any fetch thread can end: a lane counted later would look
+    // done to fetch_thread_ended.
+    std::lock_guard lock(mu_);
+    for (Lane& lane : lanes_)
+      lane.fetch_threads = overlaps_leases(lane.setup.config.prefetch) ? 2 : 1;
+  }
   for (std::size_t i = 0; i < lanes_.size(); ++i) {
-    const bool overlap = overlaps_leases(lanes_[i].setup.config.prefetch);
-    {
-      std::lock_guard lock(mu_);
-      lanes_[i].fetch_threads = overlap ? 2 : 1;
-    }
     threads.start([this, i] { fetch_loop(i); });
-    if (overlap) threads.start([this, i] { overlap_loop(i); });
+    if (overlaps_leases(lanes_[i].setup.config.prefetch)) {
+      threads.start([this, i] { overlap_loop(i); });
+    }
     for (int t = 0; t < lanes_[i].setup.config.concurrency; ++t) {
       threads.start([this, i] { handler_loop(i); });
     }
@@ -331,9 +335,8 @@ void Runtime::fetch_thread_ended(std::size_t index) {
     std::lock_guard lock(mu_);
     Lane& lane = lanes_[index];
     if (--lane.fetch_threads > 0) return;
-    lane.fetcher_done = true;
-    fetchers_done_ =
-        std::all_of(lanes_.begin(), lanes_.end(), [](const Lane& l) { return l.fetcher_done; });
+    fetchers_done_ = std::all_of(lanes_.begin(), lanes_.end(),
+                                 [](const Lane& l) { return l.fetch_threads == 0; });
   }
   cv_.notify_all();
 }

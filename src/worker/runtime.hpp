@@ -121,9 +121,8 @@ class Runtime {
     int settling = 0;            // of those, the ones in JobPhase::kSettling (mark_settling)
     int asking = 0;              // jobs asked for by the lane's lease calls in flight
     bool full = false;           // the lane's last lease returned all it asked for
-    int fetch_threads = 0;       // the lane's fetch threads that have not ended
+    int fetch_threads = 0;       // the lane's fetch threads that have not ended (0: done)
     bool fetcher_ended = false;  // the (first) fetcher has ended: the second one ends too
-    bool fetcher_done = false;   // every fetch thread of the lane has ended
     // Used with mu_. The handler threads wait on work_cv for ready jobs; the fetchers on
     // fetch_cv for needs_jobs() (notify_all: two fetchers wait on it for different
     // conditions).
