@@ -144,6 +144,15 @@ void harness_drain(const HarnessEnv& env, const Target& target, Reporter& report
                                          {"drain_batch100_delete", 100, false, std::nullopt},
                                          {"drain_batch1000_delete", 1000, false, std::nullopt},
                                          {"drain_worker", 0, false, env.worker_prefetch}};
+  for (const auto& name : env.drains) {
+    if (std::none_of(variants.begin(), variants.end(),
+                     [&](const Variant& v) { return v.metric == name; })) {
+      std::string known;
+      for (const auto& v : variants) known += (known.empty() ? "" : ", ") + v.metric;
+      fail("harness: READPAST_HARNESS_DRAINS names no drain '" + name + "' (drains: " + known +
+           ")");
+    }
+  }
   for (const auto& v : variants) {
     if (!env.drains.empty() &&
         std::find(env.drains.begin(), env.drains.end(), v.metric) == env.drains.end()) {
