@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run 34 (docs/benchmarks.md): issue 18's held-snapshot goals on readpast with the lease
-# starting each lane at its frontier (schema 11, branch issue18-frontier; reverted from main):
+# starting each lane at its frontier (schema 11, commits ff61a7a..e282f80; reverted from main in 5f8b508):
 #   1. a fixed offered load of 6,000 jobs/s (the issue's example), a REPEATABLE READ held
 #      600 s, 60 s before and after;
 #   2. the backlog regime: two producers keeping 20,000 jobs waiting, the same hold.
