@@ -15,7 +15,8 @@
 #     -DCMAKE_UNITY_BUILD=ON -DREADPAST_BUILD_TESTS=OFF -DREADPAST_BUILD_EXAMPLES=OFF \
 #     -DREADPAST_BUILD_BENCH=ON && ninja -C /tmp/frontier/build-bench readpast_bench
 #   B=/tmp/frontier/build-bench/bench/readpast_bench bash docs/bench-results/2026-11-28/run36/run36.sh
-# The patch as committed allows hash joins; attempts 5 and 6 ran with them off (and attempt 5
+# It writes pg-pinned-*.jsonl; the runs recorded here are attempt5-pinned-6000.jsonl and
+# attempt6-pinned-backlog-2producers.jsonl. The patch as committed allows hash joins; attempts 5 and 6 ran with them off (and attempt 5
 # with incremental sorts allowed), which cost the clean path but not the held figures.
 # Attempts 1 and 2 are the same commands with B built from 06adbb4 with 5f8b508 reverted
 # (the frontier as run 34 left it); the drains before and after are
