@@ -160,6 +160,11 @@ class PostgresTest : public ::testing::Test {
   PostgresServer& server() { return PostgresServer::shared(); }
   const std::string& url() const { return url_; }
   Queue open(QueueOptions options = {}) { return must(Queue::open(url_, std::move(options))); }
+  // The same, with more of readpast's URL parameters ("a=1&b=2").
+  Queue open_with(const std::string& params, QueueOptions options = {}) {
+    const char* join = url_.find('?') == std::string::npos ? "?" : "&";
+    return must(Queue::open(url_ + join + params, std::move(options)));
+  }
   SqlConnection sql() { return SqlConnection(sql_url_); }
 
  private:

@@ -476,6 +476,52 @@ TEST_F(SchemaTest, RightsGrantedOnTheJobsTableCarryOverToTheViewAndItsTables) {
   db.exec("DROP ROLE " + role);
 }
 
+// Schema 11 (lanes and marks for the lease's frontiers): the lanes of the jobs already there
+// are registered by the upgrade, and an application role granted rights on the tables before
+// it leases and enqueues after it, without rights of its own on lanes and lane_marks beyond
+// those the upgrade gives it.
+TEST_F(SchemaTest, TheUpgradeToLanesRegistersTheLanesOfTheJobsThereAndKeepsRolesWorking) {
+  SqlConnection db(url_);
+  create_schema_as_release(db, 10);
+  db.exec("INSERT INTO readpast.jobs (queue, priority) VALUES ('a', 5), ('a', 0), ('b', 100)");
+  db.exec(
+      "INSERT INTO readpast.jobs (queue, priority, state, lease_token, leased_by, "
+      "lease_expires_at, started_at, attempts) VALUES ('c', 3, 'running', "
+      "gen_random_uuid(), 'w', now() + interval '1 hour', now(), 1)");
+  const std::string role = "\"app_" + db.scalar("SELECT current_database()") + "\"";
+  db.exec("CREATE ROLE " + role + " NOLOGIN");
+  db.exec("GRANT USAGE ON SCHEMA readpast TO " + role);
+  db.exec(
+      "GRANT SELECT, INSERT, UPDATE, DELETE ON readpast.jobs, readpast.live, "
+      "readpast.queues TO " +
+      role);
+  db.exec("GRANT USAGE ON SEQUENCE readpast.jobs_id_seq TO " + role);
+  QueueOptions options;
+  options.init_schema = true;
+  Queue queue = must(Queue::open(url_, options));
+  EXPECT_EQ(db.scalar("SELECT string_agg(queue || ':' || priority, ' ' ORDER BY queue, priority) "
+                      "FROM readpast.lanes"),
+            "a:0 a:5 b:100 c:3");
+
+  // The role enqueues in a lane never used (registered by the trigger, as its owner) and
+  // leases with the engine's lease_lanes statement, lane by lane.
+  db.exec("SET ROLE " + role);
+  db.exec("INSERT INTO readpast.jobs (queue, priority) VALUES ('a', 9)");
+  const auto schema = must(detail::pg::SchemaName::parse("readpast"));
+  const detail::pg::Sql sql(schema);
+  const std::string tokens =
+      db.scalar("SELECT array_agg(gen_random_uuid())::text FROM generate_series(1, 10)");
+  const auto leased = db.query(sql.lease_lanes.sql,
+                               {"a", "w", "30000000", tokens, "0", "{}", "{}", "{}", "{}", "10"});
+  db.exec("RESET ROLE");
+  ASSERT_EQ(leased.size(), 3u);
+  EXPECT_EQ(db.scalar("SELECT string_agg(priority::text, ' ' ORDER BY priority) "
+                      "FROM readpast.live WHERE queue = 'a' AND state = 'running'"),
+            "0 5 9");
+  db.exec("DROP OWNED BY " + role);
+  db.exec("DROP ROLE " + role);
+}
+
 // The upgrade to schema 10 waits at most 5 s for its lock on the jobs table: a long
 // transaction that holds the table makes init fail, naming that session, instead of queueing
 // behind it with every worker queued behind the upgrade; nothing has changed, and init

@@ -83,6 +83,7 @@ TEST(DatabaseUrl, PostgresPoolerParametersAreReadpastsOwnAndChecked) {
            {"pool_size=101", "pool_size"},
            {"poll_interval=0s", "poll_interval"},
            {"poll_interval=often", "poll_interval"},
+           {"lease_lanes=sometimes", "lease_lanes"},
            {"listen_url=sqlite%3Ax.db", "listen_url"},
            {"listen_url=postgresql%3A%2F%2Fu%40127.0.0.1%3A1%2Fdb%3Fpool_mode%3Dtransaction",
             "listen_url"}}) {

@@ -281,4 +281,12 @@ Job read_job(const Rows& rows, int row) {
   return job;
 }
 
+void read_lease_report(const Rows& rows, LeaseReport& report) {
+  // Columns after the job's 16 (sql/statements.sql, -- name: lease), the same in every row.
+  constexpr int kXmin = 16, kXmax = 17, kLeasedAt = 18;
+  report.snapshot_xmin = static_cast<std::uint64_t>(rows.int8(0, kXmin));
+  report.snapshot_xmax = static_cast<std::uint64_t>(rows.int8(0, kXmax));
+  report.leased_at = rows.timestamptz(0, kLeasedAt);
+}
+
 }  // namespace readpast::detail::pg

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "engines/postgres/lease_frontier.hpp"
 #include "engines/postgres/pg_connection.hpp"
 #include "engines/postgres/postgres_sql.hpp"
 #include "readpast/job.hpp"
@@ -24,5 +25,8 @@ bool any_unique_key(std::span<const NewJob> jobs);
 
 // A row selected with the job columns of sql/statements.sql, in their order.
 Job read_job(const Rows& rows, int row);
+
+// What the lease saw (the columns after each leased job's), into report; rows not empty.
+void read_lease_report(const Rows& rows, LeaseReport& report);
 
 }  // namespace readpast::detail::pg

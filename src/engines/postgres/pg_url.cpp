@@ -13,8 +13,9 @@ namespace readpast::detail {
 namespace {
 
 // What each means: docs/postgres.md, "URL parameters".
-constexpr std::array<std::string_view, 6> kOwnParameters = {
-    "schema", "reply_timeout", "pool_mode", "pool_size", "poll_interval", "listen_url"};
+constexpr std::array<std::string_view, 7> kOwnParameters = {
+    "schema",        "reply_timeout", "pool_mode",  "pool_size",
+    "poll_interval", "listen_url",    "lease_lanes"};
 
 bool is_own_parameter(std::string_view key) {
   for (std::string_view own : kOwnParameters) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "core/handout_order.hpp"
@@ -16,6 +17,8 @@
 #include "core/schema_policy.hpp"
 #include "core/url.hpp"
 #include "core/utf8.hpp"
+#include "engines/postgres/lease_frontier.hpp"
+#include "engines/postgres/lease_mode.hpp"
 #include "engines/postgres/pg_connection.hpp"
 #include "engines/postgres/pg_jobs.hpp"
 #include "engines/postgres/pg_listener.hpp"
@@ -71,6 +74,7 @@ struct EngineSettings {
   // Where the listener LISTENs; nullopt: nowhere, poll every poll_interval instead.
   std::optional<pg::ConnectionConfig> listen;
   Duration poll_interval = kDefaultPollInterval;
+  pg::LeaseLanes lease_lanes = pg::LeaseLanes::kAuto;
 };
 
 Result<EngineSettings> engine_settings(const DatabaseUrl& url, const pg::ConnectionConfig& config) {
@@ -95,6 +99,11 @@ Result<EngineSettings> engine_settings(const DatabaseUrl& url, const pg::Connect
       return bad("poll_interval must be a duration of more than zero (e.g. 200ms, 1s)");
     }
     settings.poll_interval = *interval;
+  }
+  if (auto it = url.params.find("lease_lanes"); it != url.params.end()) {
+    auto lanes = pg::parse_lease_lanes(it->second);
+    if (!lanes) return bad(lanes.error().message);
+    settings.lease_lanes = *lanes;
   }
   if (auto it = url.params.find("listen_url"); it != url.params.end()) {
     auto listen_url = parse_database_url(it->second);
@@ -173,6 +182,7 @@ class PostgresEngine final : public Engine {
       : schema_(std::move(schema)),
         poll_interval_(settings.poll_interval),
         sql_(schema_),
+        mode_(settings.lease_lanes),
         pool_(std::move(config), logger, settings.pool_size),
         listener_(std::move(settings.listen), sql_.listen.sql, logger) {}
 
@@ -243,6 +253,8 @@ class PostgresEngine final : public Engine {
 
   Result<std::vector<Job>> lease(const LeaseRequest& request) override {
     listener_.lease_started(request.queue);
+    probe_horizon_when_due();
+    if (mode_.lanes()) return lease_lanes(request);
     const ArrayParam tokens = fresh_tokens(request.max_jobs);
     const pg::Statement* statement = lease_statement(request.max_jobs);
     using S = pg::sql::lease;
@@ -256,7 +268,12 @@ class PostgresEngine final : public Engine {
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
     auto rows = (*c)->exec(*statement, params);
-    if (!rows) return fail_with(rows.error());
+    if (!rows) {
+      // Its locks are gone: should the lanes be on by now, rows it held may lie behind their
+      // frontiers.
+      with_frontier(request.queue, [](pg::LeaseFrontier& f) { f.lease_failed(); });
+      return fail_with(rows.error());
+    }
     // Full: more jobs may wait than this lease took, announced by one notification that
     // woke only this caller (pg_listener.hpp). Pass the wake-up on.
     if (rows->size() == request.max_jobs) listener_.wake_one(request.queue);
@@ -265,6 +282,75 @@ class PostgresEngine final : public Engine {
     for (int r = 0; r < rows->size(); ++r) jobs.push_back(pg::read_job(*rows, r));
     sort_in_handout_order(jobs);
     return jobs;
+  }
+
+  // The lease while a snapshot is held (lease_mode.hpp): lane by lane from this process'
+  // frontiers (lease_frontier.hpp), which its report then moves on.
+  Result<std::vector<Job>> lease_lanes(const LeaseRequest& request) {
+    const ArrayParam tokens = fresh_tokens(request.max_jobs);
+    using S = pg::sql::lease_lanes;
+    const pg::LeasePlan plan = with_frontier(request.queue, [](pg::LeaseFrontier& f) {
+      return f.plan(std::chrono::steady_clock::now());
+    });
+    ArrayParam priorities(Oid::kInt4), run_at(Oid::kTimestamptz), ids(Oid::kInt8),
+        marks_from(Oid::kInt8);
+    for (const pg::LaneStart& lane : plan.lanes) {
+      priorities.add(pg::encode_int4(lane.priority));
+      run_at.add(pg::encode_timestamptz(lane.from.run_at));
+      ids.add(pg::encode_int8(lane.from.id));
+      marks_from.add(pg::encode_int8(static_cast<std::int64_t>(lane.marks_from)));
+    }
+    Params params(S::param_count);
+    params.text(S::queue, request.queue)
+        .text(S::worker, sanitize_utf8(request.worker_id))
+        .int8(S::lease_us, request.lease_duration.count())
+        .array(S::tokens, tokens)
+        .int4(S::from_head, plan.from_head ? 1 : 0)
+        .array(S::lane_priorities, priorities)
+        .array(S::lane_run_at, run_at)
+        .array(S::lane_id, ids)
+        .array(S::lane_marks_from, marks_from)
+        .int4(S::max_jobs, request.max_jobs);
+    auto c = pool_.acquire();
+    if (!c) return fail_with(c.error());
+    auto rows = (*c)->exec(sql_.lease_lanes, params);
+    if (!rows) {
+      // Its locks are gone: rows it held may now lie behind this process' frontiers.
+      with_frontier(request.queue, [](pg::LeaseFrontier& f) { f.lease_failed(); });
+      return fail_with(rows.error());
+    }
+    std::vector<Job> jobs;
+    pg::LeaseReport report;
+    report.max_jobs = request.max_jobs;
+    report.from_head = plan.from_head;
+    jobs.reserve(static_cast<std::size_t>(rows->size()));
+    for (int r = 0; r < rows->size(); ++r) {
+      jobs.push_back(pg::read_job(*rows, r));
+      report.taken.emplace_back(jobs.back().priority,
+                                pg::LaneKey{jobs.back().run_at, jobs.back().id});
+    }
+    if (!jobs.empty()) pg::read_lease_report(*rows, report);
+    with_frontier(request.queue, [&](pg::LeaseFrontier& f) {
+      f.record(report, std::chrono::steady_clock::now());
+    });
+    if (std::ssize(jobs) == request.max_jobs) listener_.wake_one(request.queue);
+    sort_in_handout_order(jobs);
+    return jobs;
+  }
+
+  // Reads how old the oldest snapshot is, when LeaseMode asks for it (one caller per
+  // kProbeEvery). A failed probe changes nothing: the statement that follows meets the same
+  // fault and reports it.
+  void probe_horizon_when_due() {
+    const auto now = std::chrono::steady_clock::now();
+    if (!mode_.claim_probe(now)) return;
+    auto rows = exec(sql_.horizon, Params(pg::sql::horizon::param_count));
+    if (!rows || rows->size() != 1) return;
+    if (mode_.observe(rows->int8(0, 0), rows->optional_int8(0, 1), now)) {
+      // Frontiers from an earlier hold are not kept: the lanes start from their heads.
+      std::lock_guard lock(frontiers_mu_);
+      frontiers_.clear();
+    }
   }
 
   Result<LimitedLease> lease_limited(const LeaseRequest& request) override {
@@ -350,8 +436,9 @@ class PostgresEngine final : public Engine {
     static_assert(pg::sql::complete::param_count == pg::sql::complete_delete::param_count &&
                   pg::sql::complete::ids == pg::sql::complete_delete::ids &&
                   pg::sql::complete::tokens == pg::sql::complete_delete::tokens);
-    auto accepted = settle(delete_row ? sql_.complete_delete : sql_.complete, refs,
-                           ref_params<pg::sql::complete>(refs));
+    auto accepted = settle(delete_row ? settles(&Pinned::complete_delete, sql_.complete_delete)
+                                      : settles(&Pinned::complete, sql_.complete),
+                           refs, ref_params<pg::sql::complete>(refs));
     if (!accepted || !delete_row) return accepted;
     // complete_delete leaves a job with dependents to tell (and a lost lease): complete
     // those, so that the first is kept as succeeded (the second matches nothing again).
@@ -360,7 +447,8 @@ class PostgresEngine final : public Engine {
       if (!(*accepted)[i]) kept.push_back(refs[i]);
     }
     if (kept.empty()) return accepted;
-    auto completed = settle(sql_.complete, kept, ref_params<pg::sql::complete>(kept));
+    auto completed = settle(settles(&Pinned::complete, sql_.complete), kept,
+                            ref_params<pg::sql::complete>(kept));
     if (!completed) return completed;
     for (std::size_t i = 0, k = 0; i < refs.size(); ++i) {
       if (!(*accepted)[i]) (*accepted)[i] = (*completed)[k++];
@@ -387,15 +475,16 @@ class PostgresEngine final : public Engine {
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
     using S = pg::sql::fail;
-    auto rows = (*c)->exec(sql_.fail, Params(S::param_count)
-                                          .array(S::ids, ids)
-                                          .array(S::tokens, tokens)
-                                          .array(S::errors, errors)
-                                          .array(S::retry_after_us, retry_after)
-                                          .array(S::base_us, base)
-                                          .array(S::cap_us, cap)
-                                          .array(S::factors, factor)
-                                          .array(S::no_retry, no_retry));
+    auto rows =
+        (*c)->exec(settles(&Pinned::fail, sql_.fail), Params(S::param_count)
+                                                          .array(S::ids, ids)
+                                                          .array(S::tokens, tokens)
+                                                          .array(S::errors, errors)
+                                                          .array(S::retry_after_us, retry_after)
+                                                          .array(S::base_us, base)
+                                                          .array(S::cap_us, cap)
+                                                          .array(S::factors, factor)
+                                                          .array(S::no_retry, no_retry));
     if (!rows) return fail_with(rows.error());
     std::map<std::pair<JobId, std::string>, FailOutcome> outcomes;
     for (int r = 0; r < rows->size(); ++r) {
@@ -414,26 +503,27 @@ class PostgresEngine final : public Engine {
   Result<std::vector<bool>> extend(std::span<const LeasedRef> refs,
                                    Duration lease_duration) override {
     return settle(
-        sql_.extend, refs,
+        settles(&Pinned::extend, sql_.extend), refs,
         ref_params<pg::sql::extend>(refs).int8(pg::sql::extend::lease_us, lease_duration.count()));
   }
 
   Result<std::vector<bool>> held(std::span<const LeasedRef> refs) override {
-    return settle(sql_.held, refs, ref_params<pg::sql::held>(refs));
+    return settle(settles(&Pinned::held, sql_.held), refs, ref_params<pg::sql::held>(refs));
   }
 
   Result<std::vector<bool>> release(std::span<const LeasedRef> refs, Duration delay) override {
     return settle(
-        sql_.release, refs,
+        settles(&Pinned::release, sql_.release), refs,
         ref_params<pg::sql::release>(refs).int8(pg::sql::release::delay_us, delay.count()));
   }
 
   Result<bool> progress(const LeasedRef& ref, std::string_view json) override {
     using S = pg::sql::set_progress;
-    auto rows = exec(sql_.set_progress, Params(S::param_count)
-                                            .int8(S::id, ref.id)
-                                            .set(S::token, pg::encode_uuid(ref.token))
-                                            .text(S::progress, json));
+    auto rows = exec(settles(&Pinned::set_progress, sql_.set_progress),
+                     Params(S::param_count)
+                         .int8(S::id, ref.id)
+                         .set(S::token, pg::encode_uuid(ref.token))
+                         .text(S::progress, json));
     if (!rows) return fail_with(rows.error());
     return rows->affected() == 1;
   }
@@ -479,18 +569,30 @@ class PostgresEngine final : public Engine {
   }
 
   Result<std::int64_t> rescue_expired(std::string_view queue) override {
+    // From where the last rescue of this process left off, less a margin
+    // (lease_frontier.hpp): under a snapshot held open elsewhere, the expiry index is full of
+    // entries of leases already settled that no vacuum may remove.
+    const auto planned = std::chrono::steady_clock::now();
+    const bool lanes = mode_.lanes();
+    const std::optional<TimePoint> after =
+        lanes ? with_frontier(queue, [&](pg::LeaseFrontier& f) { return f.rescue_plan(planned); })
+              : std::nullopt;
     // Batches of kRescueBatch keep each statement short after a mass expiry.
     std::int64_t total = 0;
     while (true) {
       auto c = pool_.acquire();
       if (!c) return fail_with(c.error());
       using S = pg::sql::rescue;
-      auto rows = (*c)->exec(
-          sql_.rescue, Params(S::param_count).text(S::queue, queue).int4(S::batch, kRescueBatch));
+      auto rows = (*c)->exec(sql_.rescue, Params(S::param_count)
+                                              .text(S::queue, queue)
+                                              .optional(S::after, after, pg::encode_timestamptz)
+                                              .int4(S::batch, kRescueBatch));
       if (!rows) return fail_with(rows.error());
       total += rows->affected();
-      if (rows->affected() < kRescueBatch) return total;
+      if (rows->affected() < kRescueBatch) break;
     }
+    if (lanes) with_frontier(queue, [&](pg::LeaseFrontier& f) { f.rescue_done(planned); });
+    return total;
   }
 
   Result<std::vector<JobId>> cancel(std::span<const JobId> ids) override {
@@ -929,8 +1031,16 @@ class PostgresEngine final : public Engine {
   // nullopt when it has none or is paused.
   // nullopt: no job due, or the queue's limits let no lease take one now (then *throttled).
   Result<std::optional<std::int64_t>> next_due(std::string_view queue, bool* throttled) {
-    auto rows = exec(sql_.next_due,
-                     Params(pg::sql::next_due::param_count).text(pg::sql::next_due::queue, queue));
+    using S = pg::sql::next_due;
+    // Below the lanes' frontiers every job is accounted for (lease_frontier.hpp), so the
+    // probe starts there instead of walking what earlier leases left at the head.
+    const std::optional<TimePoint> after =
+        mode_.lanes()
+            ? with_frontier(queue, [](pg::LeaseFrontier& f) { return f.earliest_start(); })
+            : std::nullopt;
+    auto rows = exec(sql_.next_due, Params(S::param_count)
+                                        .text(S::queue, queue)
+                                        .optional(S::after, after, pg::encode_timestamptz));
     if (!rows) return fail_with(rows.error());
     *throttled = false;
     if (rows->size() != 1) return std::optional<std::int64_t>{};
@@ -940,6 +1050,23 @@ class PostgresEngine final : public Engine {
       return std::optional<std::int64_t>{};
     }
     return due;
+  }
+
+  // A settle in the form for the lease mode (sql/statements.sql, complete): `plain`, or its
+  // pinned form while the lanes are on.
+  using Pinned = pg::Sql::PinnedSettles;
+  const pg::Statement& settles(pg::Statement Pinned::*pinned, const pg::Statement& plain) const {
+    return mode_.lanes() ? sql_.pinned.*pinned : plain;
+  }
+
+  // Runs `use` on the queue's frontier, under frontiers_mu_.
+  template <class Use>
+  std::invoke_result_t<Use, pg::LeaseFrontier&> with_frontier(std::string_view queue, Use&& use) {
+    std::lock_guard lock(frontiers_mu_);
+    auto it = frontiers_.find(queue);
+    if (it == frontiers_.end())
+      it = frontiers_.emplace(std::string(queue), pg::LeaseFrontier{}).first;
+    return use(it->second);
   }
 
   // One statement on a connection of the pool.
@@ -1003,7 +1130,7 @@ class PostgresEngine final : public Engine {
   }
 
   // The lease statement for max_jobs: one with the number in its text (a plan PostgreSQL
-  // caches) for the first kLeaseLimits distinct values seen, the one with LIMIT $5 (planned
+  // caches) for the first kLeaseLimits distinct values seen, the one with LIMIT $N (planned
   // on every call) beyond, so that a caller with ever-changing batch sizes cannot make each
   // connection prepare thousands of statements.
   const pg::Statement* lease_statement(int max_jobs) {
@@ -1199,6 +1326,12 @@ class PostgresEngine final : public Engine {
   // handed out stay valid. Guarded by lease_mu_.
   std::mutex lease_mu_;
   std::map<int, pg::Statement> lease_by_limit_;
+  // Where this process' next lease of each queue starts in each lane. Guarded by
+  // frontiers_mu_.
+  std::mutex frontiers_mu_;
+  // Whether leases and settles take the lanes' forms. Internally synchronized.
+  pg::LeaseMode mode_;
+  std::map<std::string, pg::LeaseFrontier, std::less<>> frontiers_;
   // Internally synchronized.
   pg::ConnectionPool pool_;
   pg::Listener listener_;

@@ -60,6 +60,22 @@ bool is_alnum(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
+// A settle's pinned form (Sql::PinnedSettles): its state tests hidden from partial indexes.
+Statement pinned_settle(const Statement& settle) {
+  static constexpr std::string_view kTest = "j.state = 'running'";
+  static constexpr std::string_view kPinned = "(j.state || '') = 'running'";
+  Statement pinned = settle;
+  pinned.name += "_pinned";
+  std::size_t uses = 0;
+  for (auto at = pinned.sql.find(kTest); at != std::string::npos;
+       at = pinned.sql.find(kTest, at + kPinned.size())) {
+    pinned.sql.replace(at, kTest.size(), kPinned);
+    ++uses;
+  }
+  if (uses == 0) throw std::logic_error("the settle " + settle.name + " has no state test");
+  return pinned;
+}
+
 // The statement, sent with its values and planned for them on every call (Statement::prepared).
 Statement planned_each_call(Statement statement) {
   statement.prepared = false;
@@ -104,6 +120,8 @@ Sql::Sql(const SchemaName& schema)
       enqueue(make<sql::enqueue>("enqueue", schema)),
       lease_text_(expand(sql::lease::text, schema)),
       lease(Statement{"readpast_lease", lease_text_, sql::lease::param_count, true}),
+      lease_lanes(make<sql::lease_lanes>("lease_lanes", schema)),
+      horizon(make<sql::horizon>("horizon", schema)),
       complete(make<sql::complete>("complete", schema)),
       complete_delete(make<sql::complete_delete>("complete_delete", schema)),
       fail(make<sql::fail>("fail", schema)),
@@ -177,6 +195,10 @@ Sql::Sql(const SchemaName& schema)
       window_holder(make<sql::window_holder>("window_holder", schema)),
       set_window_job(make<sql::set_window_job>("set_window_job", schema)),
       forget_closed_windows(make<sql::forget_closed_windows>("forget_closed_windows", schema)),
+      pinned{pinned_settle(complete),    pinned_settle(complete_delete),
+             pinned_settle(fail),        pinned_settle(extend),
+             pinned_settle(held),        pinned_settle(release),
+             pinned_settle(set_progress)},
       migrations(expand_migrations(schema)) {}
 
 Statement Sql::lease_with_limit(int max_jobs) const {

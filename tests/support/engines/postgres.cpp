@@ -81,6 +81,27 @@ EngineUnderTest postgres_under_test() {
     return PgBouncer::shared().through(fresh_database_url_with_schema()) + "?pool_mode=transaction";
   };
   engine.variants.push_back(std::move(pooled));
+
+  // Every lease lane by lane from the process' frontiers, and every settle in its pinned form:
+  // what the engine does while another session holds an old snapshot (lease_lanes=auto turns
+  // it on then; src/engines/postgres/lease_mode.hpp).
+  EngineUnderTest lanes = engine;
+  lanes.name = "postgres_lanes";
+  lanes.engine = "postgres";
+  lanes.fresh_url = [] {
+    return PostgresServer::shared().fresh_database_url() + "?lease_lanes=always";
+  };
+  lanes.fresh_url_with_schema = [] {
+    return fresh_database_url_with_schema() + "?lease_lanes=always";
+  };
+  auto without_params = [](const std::string& url) { return url.substr(0, url.find('?')); };
+  lanes.hold_write_lock = [without_params](const std::string& url) {
+    return hold_postgres_write_lock(without_params(url));
+  };
+  lanes.make_jobs_unreadable = [without_params](const std::string& url) {
+    make_postgres_jobs_unreadable(without_params(url));
+  };
+  engine.variants.push_back(std::move(lanes));
   // Set after the variant's copy: its URLs name PgBouncer's port, not the server's.
   engine.server_port = [] { return PostgresServer::shared().port(); };
   engine.fast_network_failure =

@@ -201,9 +201,75 @@ RETURNING j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attemp
           j.leased_by, j.lease_expires_at, j.enqueued_at, j.started_at, j.finished_at,
           j.unique_key, j.last_error, j.payload;
 
+-- name: lease_lanes
+-- The lease while another session holds an old snapshot (src/engines/postgres/lease_mode.hpp
+-- says when): each lane of the queue (a priority in use, from `lanes`) is scanned from a key of
+-- its own, the engine's frontier for it, instead of the queue from its head, where such a
+-- snapshot keeps an index entry of every job already leased that no vacuum may remove. Same
+-- locks, same order within the lanes it reads, same fencing, same pause and limits probe as
+-- `lease`; lease_lanes() (migration 11) says how, and docs/postgres-storage.md section 6 why
+-- the frontier passes no job a lease could take.
+--
+-- With :from_head, it reads the queue in (priority, run_at, id) order from its head, as
+-- `lease` does: the engine does so for the first lease after it switched, now and then after,
+-- and after one of its leases failed, for jobs that the frontiers passed.
+--
+-- :lane_run_at/:lane_id give, per priority in :lane_priorities, the key below which the engine
+-- has proved that no visible, unlocked job can be; a lane not named, or named with NULLs, is
+-- scanned from its head. Marks (lane_marks) of transactions that had not written when the
+-- lease behind that key took its snapshot (xid >= :lane_marks_from) pull the start back.
+--
+-- Each job comes with what this lease saw: its snapshot's xmin and xmax and its
+-- statement_timestamp(), of which the engine's frontiers are made. A lease that takes nothing
+-- says nothing.
+--
+-- A function, so that the planner settings in its definition hold for it alone, through a
+-- pooler in transaction mode too: the statistics autovacuum gathers under a held snapshot
+-- (a few hundred live rows in thousands of pages) otherwise turn its plan into a walk of
+-- jobs_due_idx and a sort (docs/benchmarks.md, run 36).
+-- params: queue, worker, lease_us, tokens, from_head, lane_priorities, lane_run_at, lane_id, lane_marks_from, max_jobs
+SELECT * FROM :"schema".lease_lanes(:queue::text, :worker::text, :lease_us::bigint,
+  :tokens::uuid[], :from_head::integer, :lane_priorities::integer[],
+  :lane_run_at::timestamptz[], :lane_id::bigint[], :lane_marks_from::bigint[],
+  :max_jobs::integer);
+
+-- name: horizon
+-- How old the oldest snapshot is that keeps vacuum from removing row versions, in
+-- transactions (age: how many transaction ids were assigned since), and that snapshot's xmin:
+-- a session's (a long query, an open REPEATABLE READ transaction, pg_dump, a standby's
+-- hot_standby_feedback through its walsender), a replication slot's, a prepared transaction's.
+-- Autovacuum's own snapshot holds back no other vacuum and is left out (its backend_type is
+-- visible to a superuser or a member of pg_read_all_stats; to other roles a long autovacuum
+-- looks like a reader). One row; 0 and NULL when nothing holds anything back.
+-- The engine reads it every LeaseMode::kProbeEvery (lease_mode.hpp).
+SELECT coalesce(h.age, 0)::bigint, h.xmin::text::bigint
+FROM (
+  SELECT age(x.xmin) AS age, x.xmin FROM (
+    SELECT a.backend_xmin AS xmin FROM pg_catalog.pg_stat_activity a
+    WHERE a.backend_xmin IS NOT NULL AND a.backend_type IS DISTINCT FROM 'autovacuum worker'
+    UNION ALL
+    SELECT a.backend_xid FROM pg_catalog.pg_stat_activity a
+    WHERE a.backend_xid IS NOT NULL AND a.backend_type IS DISTINCT FROM 'autovacuum worker'
+    UNION ALL
+    SELECT s.xmin FROM pg_catalog.pg_replication_slots s WHERE s.xmin IS NOT NULL
+    UNION ALL
+    SELECT p.transaction FROM pg_catalog.pg_prepared_xacts p
+  ) x
+  ORDER BY age(x.xmin) DESC
+  LIMIT 1
+) h
+RIGHT JOIN (SELECT 1) one ON true;
+
 -- name: complete
 -- Every settling statement is fenced: it changes a row only while the row is running
--- under the given token. This is what makes a re-sent complete or fail (after a dropped
+-- under the given token. While another session holds an old snapshot (lease_mode.hpp) the
+-- engine runs each settle (complete, complete_delete, fail, set_progress, extend, held,
+-- release) in a pinned form, made by Sql (postgres_sql.cpp): its every
+-- `j.state = 'running'` written `(j.state || '') = 'running'`, so that the planner cannot
+-- read it as the condition of jobs_expiry_idx (partial, on running jobs). With the
+-- statistics autovacuum gathers under such a hold (few running jobs) it otherwise walks that
+-- whole index, which then holds an entry for every job that ever ran (6 s for 100
+-- completions after two minutes of a hold, docs/benchmarks.md run 34). This is what makes a re-sent complete or fail (after a dropped
 -- connection left its outcome unknown) safe: the first one that committed ended the lease,
 -- so the re-sent one matches no row and reports the lease lost; it can neither complete
 -- the job twice nor touch a later attempt that another worker holds. A job that is kept
@@ -362,11 +428,15 @@ RETURNING j.id, r.token;
 -- jobs_expiry_idx, which holds running jobs only, so it costs the same with ten or ten
 -- million jobs waiting. SKIP LOCKED: a row locked right now is being settled by its
 -- worker, which is the better outcome. A lease out of attempts moves its job to done as
--- dead. Migration 10's rescue_expired() has the same body.
+-- dead. Migration 10's rescue_expired() has the same body, without :after: while another
+-- session holds an old snapshot (lease_mode.hpp), the engine starts from the expiry where
+-- its previous rescue left off, less a margin (NULL: from the head; lease_frontier.hpp says
+-- when), so that it does not walk the entries of every lease settled since.
 WITH expired AS (
   SELECT j.id, j.attempts >= j.max_attempts AS dies FROM :"schema".live j
   WHERE j.queue = :queue::text AND j.state = 'running'
     AND j.lease_expires_at <= statement_timestamp()
+    AND j.lease_expires_at >= coalesce(:after::timestamptz, '-infinity'::timestamptz)
   ORDER BY j.lease_expires_at
   LIMIT :batch::integer
   FOR UPDATE SKIP LOCKED
@@ -511,7 +581,10 @@ SELECT statement_timestamp();
 
 -- name: next_due
 -- Microseconds until the queue's next available job is due (<= 0: one is due now); NULL
--- when the queue has no available job or is paused. One probe of jobs_due_idx. Then whether
+-- when the queue has no available job or is paused. One probe of jobs_due_idx, from :after
+-- when given (while another session holds an old snapshot: the earliest of the engine's lane
+-- frontiers, lease_frontier.hpp; below it no job is left for a lease but those that marks
+-- announce, and their inserts notify). Then whether
 -- the queue's limits let no lease take a job now (running limit reached, no rate slot out of
 -- its window): a throttled worker then looks again now and then instead of spinning, since
 -- no notification announces a settled job. Under a running limit the queue's running jobs
@@ -530,6 +603,7 @@ SELECT (extract(epoch FROM min(j.run_at) - statement_timestamp()) * 1000000)::bi
                                               - q.rate_window_us * interval '1 microsecond'))))
 FROM :"schema".live j
 WHERE j.queue = :queue::text AND j.state = 'available'
+  AND j.run_at >= coalesce(:after::timestamptz, '-infinity'::timestamptz)
   AND NOT EXISTS (SELECT 1 FROM :"schema".queues q
                   WHERE q.name = :queue::text AND q.paused_at IS NOT NULL);
 

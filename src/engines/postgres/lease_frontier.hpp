@@ -1,0 +1,150 @@
+#pragma once
+// Where a lease starts in each lane of a queue (PostgreSQL; docs/postgres-storage.md,
+// section 6). A lane is a (queue, priority) pair; within it jobs are handed out in (run_at,
+// id) order. While another session holds an old snapshot, the head of each lane fills with
+// entries of jobs already leased that no vacuum may remove, and a lease that starts at the
+// head walks all of them. A lease that starts at the lane's *frontier* walks only what was
+// leased since.
+//
+// The frontier is a key below which no job can be visible, available and unlocked to a lease
+// that starts now. It comes from pairs of earlier leases (i, j) of this process, both reported
+// before the new lease starts, where j *settles* i: j's snapshot xmin >= i's snapshot xmax, so
+// every transaction that i could not see had ended when j took its snapshot. Then, for a lane
+// that both read, every job below
+//     min(covered_i, (leased_at_i - delta, 0), covered_j)
+// is accounted for (covered_x: how far lease x's scan went in the lane, (leased_at_x, max) when
+// it read the lane to its end):
+//   - a job i could see was taken by i, or was locked by a lease that took it;
+//   - a job of a transaction running at i's snapshot was visible to j, and j took it likewise;
+//   - a job of a transaction that had not written at i's snapshot is dated (run_at, from its
+//     statement's start) no earlier than leased_at_i - delta, unless that transaction marked it
+//     in lane_marks (migration 11), and the lease reads those marks (xid >= i's xmax: marks_from)
+//     and starts no later than the oldest key they name.
+// What the argument does not cover: rows whose locker rolled back (a lease that failed, a
+// session that locked available rows and let go), and the server's clock stepping back. A
+// head scan (no frontier) every kHeadScanEvery, and for the next lease after one of this
+// process failed, hands those out, late by at most that interval.
+//
+// Thread safety: none; the engine guards each queue's LeaseFrontier with its mutex.
+#include <chrono>
+#include <compare>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <readpast/job.hpp>
+#include <readpast/time.hpp>
+#include <vector>
+
+namespace readpast::detail::pg {
+
+// A position in a lane's hand-out order.
+struct LaneKey {
+  TimePoint run_at{};
+  JobId id = 0;
+  auto operator<=>(const LaneKey&) const = default;
+};
+
+// Where one lane's scan starts, and the marks it must read (xid >= marks_from).
+struct LaneStart {
+  int priority = 0;
+  LaneKey from;
+  std::uint64_t marks_from = 0;
+};
+
+// What the next lease is told: read the queue from its head (every lane, registered or
+// not), or each lane from its start here (a lane not listed: from its head).
+struct LeasePlan {
+  bool from_head = false;
+  std::vector<LaneStart> lanes;
+};
+
+// What a lease statement reported about itself, with the jobs it took. A lease that took
+// nothing reports nothing (it may have read nothing: a paused or limited queue).
+struct LeaseReport {
+  std::uint64_t snapshot_xmin = 0;
+  std::uint64_t snapshot_xmax = 0;
+  TimePoint leased_at{};
+  bool from_head = false;  // as planned
+  int max_jobs = 0;
+  std::vector<std::pair<int, LaneKey>> taken;  // (priority, key) of each job leased
+};
+
+class LeaseFrontier {
+ public:
+  // How long a statement may run from its start to its first write, unmarked (migration 11).
+  static constexpr auto kDelta = std::chrono::milliseconds(100);
+  // A head scan walks everything a held snapshot keeps, so it is rare: every kHeadScanFirst,
+  // doubling up to kHeadScanAtMost while head scans find nothing the frontiers had passed,
+  // back to kHeadScanFirst when one does, and at once after a lease of this process failed.
+  static constexpr auto kHeadScanFirst = std::chrono::seconds(5);
+  static constexpr auto kHeadScanAtMost = std::chrono::seconds(60);
+  // Leases remembered per lane; an older one no longer settles or gets settled.
+  static constexpr std::size_t kRemembered = 32;
+
+  // The plan for a lease starting at `now`: every lane with a frontier, or none (a head
+  // scan) when one is due.
+  LeasePlan plan(std::chrono::steady_clock::time_point now);
+  bool head_scan_due(std::chrono::steady_clock::time_point now) const {
+    return head_scan_due_ || now - last_head_scan_ >= head_scan_every_;
+  }
+  // A lease planned by plan() came back at `now` with `report`. The lanes it read are those
+  // of the jobs it took and every lane an earlier lease took from: the statement reads every
+  // lane the database lists, in priority order, until the batch is full, and lanes are never
+  // removed.
+  void record(const LeaseReport& report, std::chrono::steady_clock::time_point now);
+  // A lease of this process failed: rows it had locked may be behind the frontiers now.
+  void lease_failed() {
+    head_scan_due_ = true;
+    head_scan_every_ = kHeadScanFirst;
+  }
+  // Rescue of expired leases: the expiry from which the next rescue reads the queue's running
+  // jobs (nullopt: all of them). A rescue that found every expired lease up to some time
+  // proves nothing about a lease committed after it with an earlier expiry; those are leases
+  // whose statement started before the rescue (their expiry is their start plus their
+  // duration), so a margin of kRescueMargin behind the previous rescue's start covers all
+  // but statements that took longer than their lease's duration plus that margin to commit,
+  // and a full rescue every kFullRescueEvery finds those too. Under a held snapshot a rescue
+  // reads the entries of the leases whose expiry fell in that margin and the interval since
+  // the last rescue, a full rescue every entry the snapshot keeps. The database's clock is
+  // read from the leases' reports.
+  static constexpr auto kRescueMargin = std::chrono::seconds(1);
+  static constexpr auto kFullRescueEvery = std::chrono::seconds(60);
+  std::optional<TimePoint> rescue_plan(std::chrono::steady_clock::time_point now);
+  // The rescue planned at `planned` read every expired lease from its start on.
+  void rescue_done(std::chrono::steady_clock::time_point planned);
+
+  // The earliest run_at at or after which an available job may still be found in any lane,
+  // for the probe of when the next job is due; nullopt when some lane has no frontier. (Jobs a
+  // head scan would find behind the frontiers are handed out by the next head scan, not
+  // announced by this probe: an unbounded probe by every idle worker is the walk that a held
+  // snapshot makes ruinous.)
+  std::optional<TimePoint> earliest_start() const;
+
+ private:
+  // One lease as a lane saw it.
+  struct Seen {
+    std::uint64_t xmin = 0;
+    std::uint64_t xmax = 0;
+    LaneKey covered;  // the scan went this far
+    LaneKey bound;    // min(covered, (leased_at - kDelta, 0))
+  };
+  struct Lane {
+    std::deque<Seen> seen;
+    std::optional<LaneStart> frontier;
+  };
+  void offer(Lane& lane, int priority, const Seen& i, const Seen& j);
+
+  // The database's clock at a steady time of this process (from the last lease's report).
+  std::optional<TimePoint> database_time(std::chrono::steady_clock::time_point at) const;
+
+  std::map<int, Lane> lanes_;  // every lane a lease of this process took a job from
+  bool head_scan_due_ = true;
+  std::chrono::steady_clock::duration head_scan_every_ = kHeadScanFirst;
+  std::chrono::steady_clock::time_point last_head_scan_{};
+  std::optional<std::pair<TimePoint, std::chrono::steady_clock::time_point>> clock_;
+  std::optional<TimePoint> rescued_up_to_;  // database time of the last full read's start
+  std::chrono::steady_clock::time_point last_full_rescue_{};
+};
+
+}  // namespace readpast::detail::pg

@@ -1,0 +1,41 @@
+#include "engines/postgres/lease_mode.hpp"
+
+#include <string>
+
+namespace readpast::detail::pg {
+
+Result<LeaseLanes> parse_lease_lanes(std::string_view text) {
+  if (text == "auto") return LeaseLanes::kAuto;
+  if (text == "always") return LeaseLanes::kAlways;
+  if (text == "never") return LeaseLanes::kNever;
+  return fail_with(Error::invalid_argument(
+      "lease_lanes must be auto (the default: from lanes while another session holds an old "
+      "snapshot), always or never"));
+}
+
+bool LeaseMode::claim_probe(std::chrono::steady_clock::time_point now) {
+  if (setting_ != LeaseLanes::kAuto) return false;
+  const auto at = now.time_since_epoch().count();
+  auto due = next_probe_.load(std::memory_order_relaxed);
+  if (at < due) return false;
+  const auto next = (now + kProbeEvery).time_since_epoch().count();
+  return next_probe_.compare_exchange_strong(due, next, std::memory_order_relaxed);
+}
+
+bool LeaseMode::observe(std::int64_t age, std::optional<std::int64_t> xmin,
+                        std::chrono::steady_clock::time_point now) {
+  std::lock_guard lock(mu_);
+  if (xmin != oldest_) {
+    oldest_ = xmin;
+    oldest_since_ = now;
+  }
+  if (age < kHeldAge || !xmin) {
+    lanes_.store(false, std::memory_order_relaxed);
+    return false;
+  }
+  if (now - oldest_since_ < kHeldFor || lanes_.load(std::memory_order_relaxed)) return false;
+  lanes_.store(true, std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace readpast::detail::pg

@@ -1,0 +1,72 @@
+#pragma once
+// How the PostgreSQL engine leases: from the head of the queue, or lane by lane from the
+// frontiers of lease_frontier.hpp (docs/postgres-storage.md, section 6).
+//
+// From the head is the cheapest lease while vacuum keeps up: each lease reads the queue's first
+// entries in hand-out order, and those are live jobs. While another session holds an old
+// snapshot (a long query, an open REPEATABLE READ transaction, pg_dump, a standby's feedback),
+// vacuum may remove no version that snapshot could see, and the head fills with entries of jobs
+// already leased and settled: every lease walks all of them (5% of clean throughput after a
+// 10-minute hold, docs/benchmarks.md). Lanes read from frontiers pass only what was leased
+// since, but cost more per lease while the head is clean (run 36). So the engine reads how old
+// the oldest snapshot is (sql/statements.sql, horizon) every kProbeEvery, and leases from lanes
+// while one is held:
+//   - on, once the same oldest snapshot has held for kHeldFor with kHeldAge or more
+//     transactions assigned since it was taken: both, so that neither a burst of writes past a
+//     short transaction nor a quiet database with an old idle reader switches;
+//   - off, once the oldest snapshot is younger than kHeldAge transactions: the holder ended.
+// The settles follow the same mode (sql/statements.sql, complete).
+//
+// Thread safety: every member may be called from any thread.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string_view>
+
+#include "readpast/error.hpp"
+
+namespace readpast::detail::pg {
+
+// The URL parameter lease_lanes (docs/postgres.md).
+enum class LeaseLanes {
+  kAuto,    // from lanes while a snapshot is held (LeaseMode), from the head otherwise
+  kAlways,  // from lanes
+  kNever,   // from the head
+};
+Result<LeaseLanes> parse_lease_lanes(std::string_view text);
+
+class LeaseMode {
+ public:
+  static constexpr auto kProbeEvery = std::chrono::milliseconds(500);
+  static constexpr auto kHeldFor = std::chrono::seconds(1);
+  static constexpr std::int64_t kHeldAge = 1000;
+
+  explicit LeaseMode(LeaseLanes setting)
+      : setting_(setting), lanes_(setting == LeaseLanes::kAlways) {}
+
+  // Whether leases and settles take the lanes' forms now.
+  bool lanes() const { return lanes_.load(std::memory_order_relaxed); }
+
+  // True for one caller per kProbeEvery under kAuto (it then probes and calls observe), never
+  // otherwise.
+  bool claim_probe(std::chrono::steady_clock::time_point now);
+
+  // What the probe read at `now`: the oldest snapshot's age in transactions and its xmin
+  // (nullopt: none). Returns true when this turned the lanes on: the caller starts the lanes'
+  // frontiers afresh (their leases from the head first).
+  bool observe(std::int64_t age, std::optional<std::int64_t> xmin,
+               std::chrono::steady_clock::time_point now);
+
+ private:
+  const LeaseLanes setting_;
+  std::atomic<bool> lanes_;
+  std::atomic<std::chrono::steady_clock::rep> next_probe_{0};
+  // The oldest snapshot seen and since when it has been the oldest. Guarded by mu_.
+  std::mutex mu_;
+  std::optional<std::int64_t> oldest_;
+  std::chrono::steady_clock::time_point oldest_since_{};
+};
+
+}  // namespace readpast::detail::pg

@@ -1,0 +1,421 @@
+// The lease's frontiers (src/engines/postgres/lease_frontier.hpp, migration 11): a lease starts
+// each lane where earlier leases of the process proved that nothing is left, and yet hands out
+// every job that appears behind that point: one committed late (the outbox), one dated in the
+// past, one of a statement that ran long, one of a new lane, one nobody registered. Then what
+// it is for: under a snapshot another session holds, a lease does not walk what was leased
+// before. And the frontier's own bookkeeping, without a database.
+#include "engines/postgres/lease_frontier.hpp"
+
+#include <future>
+#include <set>
+
+#include "pg_test_util.hpp"
+
+namespace readpast::test {
+namespace {
+
+// Every lease lane by lane from the frontiers (URL parameter lease_lanes=always), as the
+// engine leases while another session holds an old snapshot (lease_mode.hpp).
+class LeaseFrontierTest : public PostgresTest {
+ protected:
+  Queue open() { return open_with("lease_lanes=always"); }
+};
+using detail::pg::LaneKey;
+using detail::pg::LeaseFrontier;
+using detail::pg::LeaseReport;
+
+// Leases and completes every job of the queue, `max_jobs` at a time; the ids, in the order
+// they were handed out.
+std::vector<JobId> drain(Queue& queue, const std::string& name, int max_jobs = 10) {
+  std::vector<JobId> ids;
+  while (true) {
+    auto leased = must(queue.lease({.queue = name, .worker_id = "w", .max_jobs = max_jobs}));
+    if (leased.empty()) return ids;
+    std::vector<LeasedRef> refs;
+    for (const Job& j : leased) {
+      ids.push_back(j.id);
+      refs.push_back(LeasedRef{j.id, *j.lease_token});
+    }
+    must(queue.complete_batch(refs));
+  }
+}
+
+// Enqueues `n` jobs and drains them, in rounds more than δ apart, so that the process' frontier
+// stands past all of them.
+void advance_the_frontier(Queue& queue, const std::string& name, int rounds = 3) {
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<NewJob> jobs(5, job(name));
+    must(queue.enqueue_batch(jobs));
+    std::this_thread::sleep_for(LeaseFrontier::kDelta * 2);
+    ASSERT_EQ(drain(queue, name).size(), 5u);
+  }
+}
+
+TEST_F(LeaseFrontierTest, AJobCommittedAfterLaterOnesWereLeasedIsHandedOutNext) {
+  Queue queue = open();
+  advance_the_frontier(queue, "q");
+  // The outbox: an application's transaction enqueues, and commits only after other jobs,
+  // enqueued later, have been leased past its job's place.
+  SqlConnection app = sql();
+  app.exec("BEGIN");
+  const std::string late = app.scalar("SELECT readpast.enqueue('q', 'late'::bytea)");
+  std::this_thread::sleep_for(LeaseFrontier::kDelta * 2);
+  for (int round = 0; round < 3; ++round) {
+    must(queue.enqueue(job("q")));
+    std::this_thread::sleep_for(LeaseFrontier::kDelta * 2);
+    ASSERT_EQ(drain(queue, "q").size(), 1u);
+  }
+  app.exec("COMMIT");
+  auto leased = must(queue.lease({.queue = "q", .worker_id = "w"}));
+  ASSERT_EQ(leased.size(), 1u) << "the late commit was passed over";
+  EXPECT_EQ(std::to_string(leased[0].id), late);
+}
+
+TEST_F(LeaseFrontierTest, AJobDatedBeforeTheFrontierIsHandedOutByTheNextLease) {
+  Queue queue = open();
+  advance_the_frontier(queue, "q");
+  NewJob old = job("q", "old");
+  old.run_at = must(queue.now()) - std::chrono::hours(1);
+  const JobId id = must(queue.enqueue(old)).id;
+  auto leased = must(queue.lease({.queue = "q", .worker_id = "w"}));
+  ASSERT_EQ(leased.size(), 1u) << "the job dated in the past was passed over";
+  EXPECT_EQ(leased[0].id, id);
+  // It was announced: a mark names its key.
+  SqlConnection db = sql();
+  EXPECT_EQ(
+      db.scalar("SELECT count(*) FROM readpast.lane_marks WHERE id = $1", {std::to_string(id)}),
+      "1");
+}
+
+TEST_F(LeaseFrontierTest, AJobMadeAvailableAgainWithAnOldRunAtIsHandedOutByTheNextLease) {
+  Queue queue = open();
+  NewJob later = job("q", "later");
+  later.delay = std::chrono::hours(1);
+  const JobId id = must(queue.enqueue(later)).id;
+  advance_the_frontier(queue, "q");
+  // A hand edit through the view moves the scheduled job to a time the frontier has passed.
+  SqlConnection db = sql();
+  db.exec(
+      "UPDATE readpast.jobs SET run_at = statement_timestamp() - interval '1 hour' "
+      "WHERE id = " +
+      std::to_string(id));
+  auto leased = must(queue.lease({.queue = "q", .worker_id = "w"}));
+  ASSERT_EQ(leased.size(), 1u) << "the job moved back in time was passed over";
+  EXPECT_EQ(leased[0].id, id);
+}
+
+TEST_F(LeaseFrontierTest, AJobOfAStatementThatRanLongIsHandedOutOnceItCommits) {
+  Queue queue = open();
+  advance_the_frontier(queue, "q");
+  // The insert is dated when its statement starts, and writes two seconds later; meanwhile
+  // leases of other jobs move the frontier past its date (and stop well before it commits).
+  auto slow = std::async(std::launch::async, [this] {
+    SqlConnection db = sql();
+    return db.scalar(
+        "INSERT INTO readpast.jobs (queue, payload) SELECT 'q', 'slow'::bytea "
+        "FROM pg_sleep(2) RETURNING id");
+  });
+  const auto started = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - started < 1200ms) {
+    must(queue.enqueue(job("q")));
+    std::this_thread::sleep_for(LeaseFrontier::kDelta * 2);
+    drain(queue, "q");
+  }
+  const std::string id = slow.get();
+  auto leased = must(queue.lease({.queue = "q", .worker_id = "w"}));
+  ASSERT_EQ(leased.size(), 1u) << "the slow statement's job was passed over";
+  EXPECT_EQ(std::to_string(leased[0].id), id);
+}
+
+TEST_F(LeaseFrontierTest, AJobOfANewHigherPriorityIsHandedOutFirst) {
+  Queue queue = open();
+  advance_the_frontier(queue, "q");
+  std::vector<NewJob> jobs(3, job("q"));
+  must(queue.enqueue_batch(jobs));
+  NewJob urgent = job("q", "urgent");
+  urgent.priority = 0;  // a lane the queue has not used
+  const JobId id = must(queue.enqueue(urgent)).id;
+  auto leased = must(queue.lease({.queue = "q", .worker_id = "w"}));
+  ASSERT_EQ(leased.size(), 1u);
+  EXPECT_EQ(leased[0].id, id);
+  EXPECT_EQ(drain(queue, "q").size(), 3u);
+}
+
+TEST_F(LeaseFrontierTest, UnderAHeldSnapshotALeaseReadsOnlyWhatWasLeasedSinceTheLastOne) {
+  {
+    Queue producer = open();
+    std::vector<NewJob> jobs(3000, job("q"));
+    must(producer.enqueue_batch(jobs));
+  }
+  std::this_thread::sleep_for(LeaseFrontier::kDelta * 2);
+  // Another session holds a snapshot: nothing that the leases and completions below leave
+  // behind may be removed, nor its index entries marked dead.
+  SqlConnection holder = sql();
+  holder.exec("BEGIN ISOLATION LEVEL REPEATABLE READ");
+  holder.exec("SELECT count(*) FROM pg_class");
+  const std::string holder_pid = holder.scalar("SELECT pg_backend_pid()");
+  SqlConnection db = sql();
+  // Entries of jobs_lease_idx returned to scans, as counted once every other session of the
+  // database has ended (a backend reports its counts when it exits, or after idling a while).
+  auto entries_read = [&] {
+    EXPECT_TRUE(eventually(
+        [&] {
+          return db.scalar(
+                     "SELECT count(*) FROM pg_stat_activity "
+                     "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                     "AND pid <> $1",
+                     {holder_pid}) == "0";
+        },
+        10s));
+    db.exec("SELECT pg_stat_clear_snapshot()");
+    return std::stoll(db.scalar(
+        "SELECT idx_tup_read FROM pg_stat_user_indexes WHERE indexrelname = 'jobs_lease_idx'"));
+  };
+  const long long before = entries_read();
+  {
+    Queue queue = open();
+    const auto started = std::chrono::steady_clock::now();
+    for (int i = 0; i < 26; ++i) {  // 2,600 jobs leased and deleted, none removable
+      auto leased = must(queue.lease({.queue = "q", .worker_id = "w", .max_jobs = 100}));
+      ASSERT_EQ(leased.size(), 100u);
+      std::vector<LeasedRef> refs;
+      for (const Job& j : leased) refs.push_back(LeasedRef{j.id, *j.lease_token});
+      must(queue.complete_batch(refs));
+    }
+    // One head scan (the first lease) and the rest from frontiers.
+    ASSERT_LT(std::chrono::steady_clock::now() - started, LeaseFrontier::kHeadScanFirst);
+  }
+  const long long read = entries_read() - before;
+  // Each lease from the head reads the entries every earlier one left: 100 + 200 + … + 2,600
+  // = 35,100 in all. From frontiers, each reads about the 100 it takes.
+  EXPECT_LT(read, 8000) << "the leases walked what earlier leases had taken";
+  EXPECT_GE(read, 2600);
+  holder.exec("COMMIT");
+}
+
+TEST_F(LeaseFrontierTest, AJobInALaneNobodyRegisteredIsHandedOutByTheNextLeaseFromTheHead) {
+  Queue queue = open();
+  // Priority 7 has never been used: with triggers off, nothing registers its lane, and a
+  // lease that reads lane by lane does not see the job.
+  must(queue.enqueue(job("q")));
+  ASSERT_EQ(must(queue.lease({.queue = "q", .worker_id = "w"})).size(), 1u);
+  SqlConnection producer = sql();
+  producer.exec("SET session_replication_role = replica");
+  producer.exec("INSERT INTO readpast.live (queue, priority) VALUES ('q', 7)");
+  const auto inserted = std::chrono::steady_clock::now();
+  std::vector<Job> leased;
+  while (leased.empty() && std::chrono::steady_clock::now() - inserted < 10s) {
+    leased = must(queue.lease({.queue = "q", .worker_id = "w"}));
+    if (leased.empty()) std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(leased.size(), 1u);
+  EXPECT_EQ(leased[0].priority, 7);
+  // Within one head-scan interval, and the lane is registered now.
+  EXPECT_LT(std::chrono::steady_clock::now() - inserted, LeaseFrontier::kHeadScanFirst + 1s);
+  SqlConnection db = sql();
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.lanes WHERE queue = 'q' AND priority = 7"),
+            "1");
+}
+
+// The default, lease_lanes=auto: from the head while nothing holds vacuum back, lane by lane
+// (the function lease_lanes, counted by track_functions) once another session's snapshot has
+// stood for a second with a thousand transactions since, and from the head again once it ends.
+TEST_F(LeaseFrontierTest, LeasesTurnToTheLanesWhileAnotherSessionHoldsAnOldSnapshotAndBackAfter) {
+  SqlConnection db = sql();
+  db.exec(
+      "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET track_functions = ''pl''', "
+      "current_database()); END $$");
+  Queue queue = PostgresTest::open();
+  std::vector<NewJob> jobs(20000, job("q"));
+  must(queue.enqueue_batch(jobs));
+  std::set<JobId> handed_out;
+  // Leases and completes for `how_long`; every job once.
+  auto work = [&](std::chrono::milliseconds how_long) {
+    const auto until = std::chrono::steady_clock::now() + how_long;
+    while (std::chrono::steady_clock::now() < until) {
+      auto leased = must(queue.lease({.queue = "q", .worker_id = "w", .max_jobs = 5}));
+      ASSERT_FALSE(leased.empty());
+      std::vector<LeasedRef> refs;
+      for (const Job& j : leased) {
+        ASSERT_TRUE(handed_out.insert(j.id).second) << "job " << j.id << " handed out twice";
+        refs.push_back(LeasedRef{j.id, *j.lease_token});
+      }
+      for (bool done : must(queue.complete_batch(refs))) ASSERT_TRUE(done);
+      std::this_thread::sleep_for(10ms);
+    }
+  };
+  // Calls of lease_lanes, as every session has reported them (a backend reports its counts
+  // when it has idled a second).
+  auto lanes_calls = [&] {
+    std::this_thread::sleep_for(2s);
+    db.exec("SELECT pg_stat_clear_snapshot()");
+    return std::stoll(
+        db.scalar("SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions "
+                  "WHERE schemaname = 'readpast' AND funcname = 'lease_lanes'"));
+  };
+  work(1500ms);
+  EXPECT_EQ(lanes_calls(), 0) << "leased lane by lane with nothing held";
+
+  SqlConnection holder = sql();
+  holder.exec("BEGIN ISOLATION LEVEL REPEATABLE READ");
+  holder.exec("SELECT count(*) FROM pg_class");
+  for (int i = 0; i < 1100; ++i) db.exec("SELECT pg_current_xact_id()");
+  work(3s);
+  const long long during = lanes_calls();
+  EXPECT_GT(during, 0) << "still leasing from the head under a held snapshot";
+
+  holder.exec("COMMIT");
+  work(1s);  // the next probe sees the holder gone
+  const long long after_hold = lanes_calls();
+  work(1500ms);
+  EXPECT_EQ(lanes_calls(), after_hold) << "still leasing lane by lane after the holder ended";
+}
+
+// The bookkeeping alone: reports as the lease statement would give them.
+LeaseReport report(std::uint64_t xmin, std::uint64_t xmax, TimePoint at, int max_jobs,
+                   std::vector<std::pair<int, LaneKey>> taken) {
+  LeaseReport r;
+  r.snapshot_xmin = xmin;
+  r.snapshot_xmax = xmax;
+  r.leased_at = at;
+  r.max_jobs = max_jobs;
+  r.taken = std::move(taken);
+  return r;
+}
+
+TimePoint at_seconds(int s) {
+  return TimePoint(std::chrono::seconds(1'800'000'000 + s));
+}
+
+TEST(LeaseFrontierBookkeeping, TheFirstLeaseAndOneAfterAFailureReadFromTheHead) {
+  LeaseFrontier f;
+  const auto now = std::chrono::steady_clock::now();
+  EXPECT_TRUE(f.plan(now).from_head);
+  EXPECT_FALSE(f.plan(now).from_head);
+  f.lease_failed();
+  EXPECT_TRUE(f.plan(now).from_head);
+  EXPECT_FALSE(f.plan(now + 1s).from_head);
+  EXPECT_TRUE(f.plan(now + LeaseFrontier::kHeadScanFirst + 1s).from_head);
+}
+
+TEST(LeaseFrontierBookkeeping, HeadScansThatFindNothingBehindTheFrontiersComeLessOften) {
+  LeaseFrontier f;
+  auto now = std::chrono::steady_clock::now();
+  f.plan(now);
+  f.record(report(5, 5, at_seconds(10), 10, {{100, {at_seconds(9), 1}}}), now);
+  ASSERT_EQ(f.plan(now).lanes.size(), 1u);
+  const LaneKey frontier = f.plan(now).lanes[0].from;
+  // Head scans that find only jobs past the frontier: 5 s, then 10 s, then 20 s apart.
+  // The i-th head scan runs at 20 + 10 i s and takes a job dated a second before it.
+  auto head_scan = [&](int i, std::optional<LaneKey> taken = std::nullopt) {
+    LeaseReport r = report(6 + i, 6 + i, at_seconds(20 + 10 * i), 10,
+                           {{100, taken.value_or(LaneKey{at_seconds(19 + 10 * i), 50 + i})}});
+    r.from_head = true;
+    f.record(r, now);
+  };
+  now += LeaseFrontier::kHeadScanFirst;
+  ASSERT_TRUE(f.plan(now).from_head);
+  head_scan(0);
+  EXPECT_FALSE(f.plan(now + LeaseFrontier::kHeadScanFirst).from_head);
+  now += 2 * LeaseFrontier::kHeadScanFirst;
+  ASSERT_TRUE(f.plan(now).from_head);
+  head_scan(1);
+  EXPECT_FALSE(f.plan(now + 2 * LeaseFrontier::kHeadScanFirst).from_head);
+  // One that finds a job behind the frontier: back to every 5 s.
+  now += 4 * LeaseFrontier::kHeadScanFirst;
+  ASSERT_TRUE(f.plan(now).from_head);
+  head_scan(2, LaneKey{frontier.run_at - 1s, 2});
+  EXPECT_TRUE(f.plan(now + LeaseFrontier::kHeadScanFirst).from_head);
+}
+
+TEST(LeaseFrontierBookkeeping, ALeaseIsNotPassedUntilTheTransactionsItCouldNotSeeHaveEnded) {
+  LeaseFrontier f;
+  const auto now = std::chrono::steady_clock::now();
+  f.plan(now);
+  // Lease 1 took up to key (t0, 10); transaction 50 was running at its snapshot.
+  f.record(
+      report(50, 60, at_seconds(10), 2, {{100, {at_seconds(0), 9}}, {100, {at_seconds(0), 10}}}),
+      now);
+  EXPECT_TRUE(f.plan(now).lanes.empty()) << "nothing settles lease 1 yet";
+  // Lease 2 still sees 50 running.
+  f.record(
+      report(50, 70, at_seconds(11), 2, {{100, {at_seconds(1), 20}}, {100, {at_seconds(1), 21}}}),
+      now);
+  EXPECT_TRUE(f.plan(now).lanes.empty());
+  // Lease 3: every transaction below 60 has ended, which settles lease 1 (not lease 2).
+  f.record(
+      report(60, 80, at_seconds(12), 2, {{100, {at_seconds(2), 30}}, {100, {at_seconds(2), 31}}}),
+      now);
+  auto plan = f.plan(now);
+  ASSERT_EQ(plan.lanes.size(), 1u);
+  EXPECT_EQ(plan.lanes[0].priority, 100);
+  EXPECT_EQ(plan.lanes[0].from, (LaneKey{at_seconds(0), 10}));
+  EXPECT_EQ(plan.lanes[0].marks_from, 60u) << "marks of transactions lease 1 could not rule out";
+}
+
+TEST(LeaseFrontierBookkeeping, ALaneReadToItsEndStopsDeltaBeforeTheLease) {
+  LeaseFrontier f;
+  const auto now = std::chrono::steady_clock::now();
+  f.plan(now);
+  // Not full: the lane was read to its end; nothing was running (xmin = xmax).
+  f.record(report(90, 90, at_seconds(20), 10, {{100, {at_seconds(19), 5}}}), now);
+  auto plan = f.plan(now);
+  ASSERT_EQ(plan.lanes.size(), 1u);
+  EXPECT_EQ(
+      plan.lanes[0].from,
+      (LaneKey{at_seconds(20) - std::chrono::duration_cast<Duration>(LeaseFrontier::kDelta), 0}));
+}
+
+TEST(LeaseFrontierBookkeeping, LanesAFullBatchDidNotReachKeepTheirFrontier) {
+  LeaseFrontier f;
+  const auto now = std::chrono::steady_clock::now();
+  f.plan(now);
+  // One job from each lane, the batch not full: both lanes were read to their end.
+  f.record(report(5, 5, at_seconds(30), 10, {{0, {at_seconds(29), 1}}, {100, {at_seconds(29), 2}}}),
+           now);
+  auto plan = f.plan(now);
+  ASSERT_EQ(plan.lanes.size(), 2u);
+  const LaneKey lane_100 = plan.lanes[1].from;
+  // A full batch from lane 0 alone: lane 100 was not read, and must not move.
+  std::vector<std::pair<int, LaneKey>> taken;
+  for (int i = 0; i < 10; ++i) taken.push_back({0, {at_seconds(31), 100 + i}});
+  f.record(report(6, 6, at_seconds(40), 10, taken), now);
+  plan = f.plan(now);
+  ASSERT_EQ(plan.lanes.size(), 2u);
+  EXPECT_EQ(plan.lanes[0].from, (LaneKey{at_seconds(31), 109}));
+  EXPECT_EQ(plan.lanes[1].from, lane_100);
+  // A batch that is not full read lane 100 too, though it took nothing there.
+  f.record(report(7, 7, at_seconds(50), 10, {{0, {at_seconds(41), 200}}}), now);
+  plan = f.plan(now);
+  ASSERT_EQ(plan.lanes.size(), 2u);
+  EXPECT_GT(plan.lanes[1].from, lane_100);
+}
+
+TEST(LeaseFrontierBookkeeping, ARescueStartsAMarginBeforeThePreviousOneAndReadsAllNowAndThen) {
+  LeaseFrontier f;
+  const auto now = std::chrono::steady_clock::now();
+  EXPECT_FALSE(f.rescue_plan(now).has_value()) << "the first rescue reads every running job";
+  f.rescue_done(now);  // no lease yet: the database's time is not known
+  EXPECT_FALSE(f.rescue_plan(now + 1s).has_value());
+  f.plan(now);
+  // The database said 100 s at `now`.
+  f.record(report(1, 1, at_seconds(100), 10, {{100, {at_seconds(99), 1}}}), now);
+  f.rescue_plan(now + 2s);
+  f.rescue_done(now + 2s);
+  const auto margin = std::chrono::duration_cast<Duration>(LeaseFrontier::kRescueMargin);
+  EXPECT_EQ(f.rescue_plan(now + 3s), at_seconds(102) - margin);
+  EXPECT_FALSE(f.rescue_plan(now + 3s + LeaseFrontier::kFullRescueEvery).has_value());
+}
+
+TEST(LeaseFrontierBookkeeping, ALeaseThatTookNothingProvesNothing) {
+  // It may have read nothing at all (a paused or limited queue).
+  LeaseFrontier f;
+  const auto now = std::chrono::steady_clock::now();
+  f.plan(now);
+  f.record(report(5, 5, at_seconds(50), 10, {}), now);
+  EXPECT_TRUE(f.plan(now).lanes.empty());
+  EXPECT_FALSE(f.earliest_start().has_value());
+}
+
+}  // namespace
+}  // namespace readpast::test
