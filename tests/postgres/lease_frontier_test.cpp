@@ -87,6 +87,23 @@ TEST_F(LeaseFrontierTest, AJobDatedBeforeTheFrontierIsHandedOutByTheNextLease) {
       "1");
 }
 
+TEST_F(LeaseFrontierTest, MarksAnHourOldAreDeletedByTheNextOneWritten) {
+  Queue queue = open();
+  SqlConnection db = sql();
+  db.exec(
+      "INSERT INTO readpast.lane_marks (queue, priority, run_at, id, marked_at) "
+      "VALUES ('q', 0, now(), 1, now() - interval '61 minutes'), "
+      "('q', 0, now(), 2, now() - interval '59 minutes')");
+  must(queue.enqueue(job("q")));  // dated now: no mark, nothing deleted
+  EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ' ' ORDER BY id) FROM readpast.lane_marks"),
+            "1 2");
+  NewJob old = job("q", "old");
+  old.run_at = must(queue.now()) - std::chrono::hours(1);
+  const JobId id = must(queue.enqueue(old)).id;
+  EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ' ' ORDER BY id) FROM readpast.lane_marks"),
+            "2 " + std::to_string(id));
+}
+
 TEST_F(LeaseFrontierTest, AJobMadeAvailableAgainWithAnOldRunAtIsHandedOutByTheNextLease) {
   Queue queue = open();
   NewJob later = job("q", "later");
@@ -405,6 +422,24 @@ TEST(LeaseFrontierBookkeeping, ARescueStartsAMarginBeforeThePreviousOneAndReadsA
   const auto margin = std::chrono::duration_cast<Duration>(LeaseFrontier::kRescueMargin);
   EXPECT_EQ(f.rescue_plan(now + 3s), at_seconds(102) - margin);
   EXPECT_FALSE(f.rescue_plan(now + 3s + LeaseFrontier::kFullRescueEvery).has_value());
+}
+
+TEST(LeaseFrontierBookkeeping, AFrontierNoLeaseRenewedForTenMinutesIsDropped) {
+  // Marks are kept an hour (migration 11): a frontier must not rest on a lease older than
+  // kBasisAtMost, or it would need marks that are gone.
+  LeaseFrontier f;
+  const auto start = std::chrono::steady_clock::now();
+  f.plan(start);
+  f.record(report(60, 60, at_seconds(10), 1, {{100, {at_seconds(0), 10}}}), start);
+  ASSERT_EQ(f.plan(start + 1s).lanes.size(), 1u);
+  const auto later = start + LeaseFrontier::kBasisAtMost + 1s;
+  EXPECT_TRUE(f.plan(later).lanes.empty()) << "the lane's head, not a frontier that old";
+  // A lease now does not bring it back from the old lease alone: only from itself on.
+  f.record(report(80, 80, at_seconds(700), 1, {{100, {at_seconds(690), 40}}}), later);
+  const auto plan = f.plan(later);
+  ASSERT_EQ(plan.lanes.size(), 1u);
+  EXPECT_EQ(plan.lanes[0].marks_from, 80u);
+  EXPECT_EQ(plan.lanes[0].basis_at, later);
 }
 
 TEST(LeaseFrontierBookkeeping, ALeaseThatTookNothingProvesNothing) {

@@ -22,7 +22,8 @@ LeasePlan LeaseFrontier::plan(std::chrono::steady_clock::time_point now) {
     plan.from_head = true;
     return plan;
   }
-  for (const auto& [priority, lane] : lanes_) {
+  for (auto& [priority, lane] : lanes_) {
+    if (lane.frontier && now - lane.frontier->basis_at > kBasisAtMost) lane.frontier.reset();
     if (lane.frontier) plan.lanes.push_back(*lane.frontier);
   }
   return plan;
@@ -32,10 +33,11 @@ void LeaseFrontier::offer(Lane& lane, int priority, const Seen& i, const Seen& j
   if (j.xmin < i.xmax) return;  // j does not settle i
   const LaneKey candidate = std::min(i.bound, j.covered);
   if (!lane.frontier || lane.frontier->from < candidate) {
-    lane.frontier = LaneStart{priority, candidate, i.xmax};
-  } else if (lane.frontier->from == candidate) {
+    lane.frontier = LaneStart{priority, candidate, i.xmax, i.at};
+  } else if (lane.frontier->from == candidate && i.xmax >= lane.frontier->marks_from) {
     // The same key from a later lease: fewer marks to read.
-    lane.frontier->marks_from = std::max(lane.frontier->marks_from, i.xmax);
+    lane.frontier->marks_from = i.xmax;
+    lane.frontier->basis_at = std::max(lane.frontier->basis_at, i.at);
   }
 }
 
@@ -76,8 +78,10 @@ void LeaseFrontier::record(const LeaseReport& report, std::chrono::steady_clock:
     if (last_lane && priority > *last_lane) break;
     const LaneKey covered =
         last_lane && priority == *last_lane ? *last_key : read_to_end(report.leased_at);
-    const Seen latest{report.snapshot_xmin, report.snapshot_xmax, covered,
+    const Seen latest{report.snapshot_xmin, report.snapshot_xmax, now, covered,
                       std::min(covered, dated)};
+    // Leases older than kBasisAtMost can no longer give a frontier that plan() would use.
+    while (!lane.seen.empty() && now - lane.seen.front().at > kBasisAtMost) lane.seen.pop_front();
     // The new lease as the settling one, as the settled one, and as both (a snapshot with no
     // transaction in flight settles itself).
     for (const Seen& earlier : lane.seen) {

@@ -50,6 +50,11 @@ struct LaneStart {
   int priority = 0;
   LaneKey from;
   std::uint64_t marks_from = 0;
+  // When the lease whose xmax is marks_from came back: the marks a frontier needs are those of
+  // transactions that had not written when that lease took its snapshot, so a frontier used
+  // no longer than kBasisAtMost after it needs no mark older than that (migration 11 deletes
+  // marks an hour old).
+  std::chrono::steady_clock::time_point basis_at{};
 };
 
 // What the next lease is told: read the queue from its head (every lane, registered or
@@ -81,6 +86,10 @@ class LeaseFrontier {
   static constexpr auto kHeadScanAtMost = std::chrono::seconds(60);
   // Leases remembered per lane; an older one no longer settles or gets settled.
   static constexpr std::size_t kRemembered = 32;
+  // How long a lane's frontier is used after the lease it rests on (LaneStart::basis_at); a
+  // lane whose frontier no later lease has renewed (a lane the batches have not reached) is
+  // read from its head after that.
+  static constexpr auto kBasisAtMost = std::chrono::minutes(10);
 
   // The plan for a lease starting at `now`: every lane with a frontier, or none (a head
   // scan) when one is due.
@@ -126,8 +135,9 @@ class LeaseFrontier {
   struct Seen {
     std::uint64_t xmin = 0;
     std::uint64_t xmax = 0;
-    LaneKey covered;  // the scan went this far
-    LaneKey bound;    // min(covered, (leased_at - kDelta, 0))
+    std::chrono::steady_clock::time_point at{};  // when the lease came back
+    LaneKey covered;                             // the scan went this far
+    LaneKey bound;                               // min(covered, (leased_at - kDelta, 0))
   };
   struct Lane {
     std::deque<Seen> seen;

@@ -9,7 +9,8 @@
 --               frontiers of the leases running meanwhile: a run_at in the past, a statement
 --               that ran long, a job whose priority or queue was changed. A lease reads the
 --               marks written by transactions it could not rule out and starts no later than
---               the oldest key they name. Insert-only.
+--               the oldest key they name. Rows are added, and deleted an hour later
+--               (forget_old_marks).
 -- Both are written by the live table's triggers, so that a plain INSERT or UPDATE of jobs by
 -- any program is announced too.
 --
@@ -47,9 +48,29 @@ CREATE TABLE :"schema".lane_marks (
   -- The transaction that made them available: a lease reads the marks of transactions that
   -- had not written yet when the lease that set its frontier took its snapshot.
   xid       xid8        NOT NULL DEFAULT pg_current_xact_id(),
-  marked_at timestamptz NOT NULL DEFAULT statement_timestamp()
+  -- The clock when the mark was written, after `xid` was assigned: a lease whose snapshot is
+  -- later than this has xid below its xmax and does not need the mark.
+  marked_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 CREATE INDEX lane_marks_xid_idx ON :"schema".lane_marks (queue, priority, xid);
+CREATE INDEX lane_marks_marked_at_idx ON :"schema".lane_marks (marked_at);
+
+-- Marks an hour old: whoever writes a mark deletes them. An engine uses a lane's frontier at
+-- most 10 minutes after the lease whose snapshot it rests on (LeaseFrontier::kBasisAtMost,
+-- src/engines/postgres/lease_frontier.hpp), and that lease needs only marks written after
+-- its snapshot. SKIP LOCKED: a writer never waits for another's transaction (the outbox's
+-- can be long) over marks that either may delete.
+CREATE FUNCTION :"schema".forget_old_marks() RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog AS $fn$
+  DELETE FROM :"schema".lane_marks m
+  WHERE m.ctid = ANY (ARRAY(
+    SELECT o.ctid FROM :"schema".lane_marks o
+    WHERE o.marked_at < clock_timestamp() - interval '1 hour'
+    ORDER BY o.marked_at
+    LIMIT 1000
+    FOR UPDATE SKIP LOCKED));
+$fn$;
+REVOKE ALL ON FUNCTION :"schema".forget_old_marks() FROM PUBLIC;
 
 INSERT INTO :"schema".lanes (queue, priority)
 SELECT DISTINCT j.queue, j.priority FROM :"schema".live j;
@@ -82,6 +103,9 @@ BEGIN
     AND (n.run_at < statement_timestamp() - interval '100 milliseconds'
          OR clock_timestamp() - statement_timestamp() > interval '100 milliseconds')
   ORDER BY n.queue, n.priority, n.run_at, n.id;
+  IF FOUND THEN
+    PERFORM :"schema".forget_old_marks();
+  END IF;
   RETURN NULL;
 END
 $fn$;
@@ -108,6 +132,7 @@ BEGIN
   ON CONFLICT DO NOTHING;
   INSERT INTO :"schema".lane_marks (queue, priority, run_at, id)
   VALUES (NEW.queue, NEW.priority, NEW.run_at, NEW.id);
+  PERFORM :"schema".forget_old_marks();
   RETURN NULL;
 END
 $fn$;
