@@ -60,22 +60,6 @@ bool is_alnum(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
-// A settle's pinned form (Sql::PinnedSettles): its state tests hidden from partial indexes.
-Statement pinned_settle(const Statement& settle) {
-  static constexpr std::string_view kTest = "j.state = 'running'";
-  static constexpr std::string_view kPinned = "(j.state || '') = 'running'";
-  Statement pinned = settle;
-  pinned.name += "_pinned";
-  std::size_t uses = 0;
-  for (auto at = pinned.sql.find(kTest); at != std::string::npos;
-       at = pinned.sql.find(kTest, at + kPinned.size())) {
-    pinned.sql.replace(at, kTest.size(), kPinned);
-    ++uses;
-  }
-  if (uses == 0) throw std::logic_error("the settle " + settle.name + " has no state test");
-  return pinned;
-}
-
 // The statement, sent with its values and planned for them on every call (Statement::prepared).
 Statement planned_each_call(Statement statement) {
   statement.prepared = false;
@@ -195,10 +179,6 @@ Sql::Sql(const SchemaName& schema)
       window_holder(make<sql::window_holder>("window_holder", schema)),
       set_window_job(make<sql::set_window_job>("set_window_job", schema)),
       forget_closed_windows(make<sql::forget_closed_windows>("forget_closed_windows", schema)),
-      pinned{pinned_settle(complete),    pinned_settle(complete_delete),
-             pinned_settle(fail),        pinned_settle(extend),
-             pinned_settle(held),        pinned_settle(release),
-             pinned_settle(set_progress)},
       migrations(expand_migrations(schema)) {}
 
 Statement Sql::lease_with_limit(int max_jobs) const {

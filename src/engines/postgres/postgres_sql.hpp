@@ -147,20 +147,6 @@ struct Sql {
   Statement set_window_job;
   Statement forget_closed_windows;
 
-  // The settles in their pinned form, for while a snapshot is held: each `j.state =
-  // 'running'` of the statement written `(j.state || '') = 'running'`, which no partial index
-  // matches (sql/statements.sql, complete, says why). Same parameters, other names.
-  struct PinnedSettles {
-    Statement complete;
-    Statement complete_delete;
-    Statement fail;
-    Statement extend;
-    Statement held;
-    Statement release;
-    Statement set_progress;
-  };
-  PinnedSettles pinned;
-
   // migrations[v - 1] upgrades v - 1 → v; scripts, run by migrate() in its transaction.
   std::vector<std::string> migrations;
 };
