@@ -89,8 +89,9 @@ TEST_F(EngineTest, EveryHotPathUsesItsPartialIndex) {
   EXPECT_NE(holder.find("jobs_unique_key_idx"), std::string::npos) << holder;
 }
 
-// The settles find each row by a probe of live_pkey, whatever the statistics say
-// (sql/statements.sql, complete). Here the statistics are those a held snapshot leaves:
+// The settles' probing forms, which the engine runs while a snapshot is held (lease_mode.hpp),
+// find each row by a probe of live_pkey, whatever the statistics say (sql/statements.sql,
+// complete). Here the statistics are those a held snapshot leaves:
 // ANALYZE, under another session's snapshot, of a table whose 30,000 jobs have all been
 // leased and deleted, finds no live row in hundreds of pages, while the indexes still hold
 // an entry for every one of them. The plain form of the statements, kept here for contrast,
@@ -127,26 +128,24 @@ TEST_F(EngineTest, SettlesProbeThePrimaryKeyWhateverTheStatisticsSay) {
     return plan;
   };
   const std::vector<std::pair<std::string, std::string>> settles = {
-      {"complete", generic_plan("c", sql.complete.sql, "(bigint[], uuid[])", {ids, tokens})},
+      {"complete",
+       generic_plan("c", sql.probing.complete.sql, "(bigint[], uuid[])", {ids, tokens})},
       {"complete_delete",
-       generic_plan("cd", sql.complete_delete.sql, "(bigint[], uuid[])", {ids, tokens})},
-      {"extend",
-       generic_plan("e", sql.extend.sql, "(bigint, bigint[], uuid[])", {"30000000", ids, tokens})},
-      {"release",
-       generic_plan("r", sql.release.sql, "(bigint, bigint[], uuid[])", {"0", ids, tokens})},
-      {"held", generic_plan("h", sql.held.sql, "(bigint[], uuid[])", {ids, tokens})}};
+       generic_plan("cd", sql.probing.complete_delete.sql, "(bigint[], uuid[])", {ids, tokens})},
+      {"extend", generic_plan("e", sql.probing.extend.sql, "(bigint, bigint[], uuid[])",
+                              {"30000000", ids, tokens})},
+      {"release", generic_plan("r", sql.probing.release.sql, "(bigint, bigint[], uuid[])",
+                               {"0", ids, tokens})},
+      {"held", generic_plan("h", sql.probing.held.sql, "(bigint[], uuid[])", {ids, tokens})}};
   for (const auto& [name, plan] : settles) {
     EXPECT_NE(plan.find("Index Cond: (id = ANY (ARRAY[r.id]))"), std::string::npos) << name << ":\n"
                                                                                     << plan;
     EXPECT_EQ(plan.find("jobs_expiry_idx"), std::string::npos) << name << ":\n" << plan;
   }
-  // The form they had before: with these statistics it reads a whole index (live_pkey in
-  // full, or jobs_expiry_idx) instead of probing for each id.
-  const std::string plain = generic_plan(
-      "plain",
-      "DELETE FROM readpast.live j USING unnest($1, $2) AS r(id, token) "
-      "WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token RETURNING j.id",
-      "(bigint[], uuid[])", {ids, tokens});
+  // The plain form, which the engine runs otherwise: with these statistics it reads a whole
+  // index (live_pkey in full, or jobs_expiry_idx) instead of probing for each id.
+  const std::string plain =
+      generic_plan("plain", sql.complete_delete.sql, "(bigint[], uuid[])", {ids, tokens});
   EXPECT_EQ(plain.find("Index Cond: (id = r.id)"), std::string::npos)
       << "these statistics no longer mislead the plain form, so this test proves nothing:\n"
       << plain;

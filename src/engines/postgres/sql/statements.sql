@@ -238,6 +238,8 @@ SELECT * FROM :"schema".lease_lanes(:queue::text, :worker::text, :lease_us::bigi
 -- transactions (age: how many transaction ids were assigned since), and that snapshot's xmin:
 -- a session's (a long query, an open REPEATABLE READ transaction, pg_dump, a standby's
 -- hot_standby_feedback through its walsender), a replication slot's, a prepared transaction's.
+-- Only those of this database, and those of no database (a walsender, a physical slot):
+-- another database's snapshots hold back no vacuum of this one's tables.
 -- Autovacuum's own snapshot holds back no other vacuum and is left out (its backend_type is
 -- visible to a superuser or a member of pg_read_all_stats; to other roles a long autovacuum
 -- looks like a reader). One row; 0 and NULL when nothing holds anything back.
@@ -247,13 +249,17 @@ FROM (
   SELECT age(x.xmin) AS age, x.xmin FROM (
     SELECT a.backend_xmin AS xmin FROM pg_catalog.pg_stat_activity a
     WHERE a.backend_xmin IS NOT NULL AND a.backend_type IS DISTINCT FROM 'autovacuum worker'
+      AND (a.datname IS NULL OR a.datname = current_database())
     UNION ALL
     SELECT a.backend_xid FROM pg_catalog.pg_stat_activity a
     WHERE a.backend_xid IS NOT NULL AND a.backend_type IS DISTINCT FROM 'autovacuum worker'
+      AND (a.datname IS NULL OR a.datname = current_database())
     UNION ALL
-    SELECT s.xmin FROM pg_catalog.pg_replication_slots s WHERE s.xmin IS NOT NULL
+    SELECT s.xmin FROM pg_catalog.pg_replication_slots s
+    WHERE s.xmin IS NOT NULL AND (s.database IS NULL OR s.database = current_database())
     UNION ALL
     SELECT p.transaction FROM pg_catalog.pg_prepared_xacts p
+    WHERE p.database = current_database()
   ) x
   ORDER BY age(x.xmin) DESC
   LIMIT 1
@@ -268,24 +274,29 @@ RIGHT JOIN (SELECT 1) one ON true;
 -- the job twice nor touch a later attempt that another worker holds. A job that is kept
 -- moves from live to done in the one statement (migration 10).
 --
--- The settles find each row by one probe of live_pkey, whatever the statistics say. While
--- another session holds an old snapshot, autovacuum records a table of a few live rows in
--- thousands of pages, and with the plain forms the planner then chose plans that walk an
--- index the hold keeps full of dead entries (docs/benchmarks.md, runs 34 and 37):
+-- While another session holds an old snapshot (lease_mode.hpp), the engine runs each settle
+-- (complete, complete_delete, fail, set_progress, extend, held, release) in its probing
+-- form, which Sql makes from the text here (postgres_sql.cpp): every `j.id = r.id` written
+-- `j.id = ANY (ARRAY[r.id])` and every `j.state = 'running'` written
+-- `(j.state || '') = 'running'`. Under such a hold autovacuum records a table of a few live
+-- rows in thousands of pages, and with those statistics the planner chose plans for these
+-- forms that read a whole index the hold keeps full of dead entries:
 --   - `j.state = 'running'` matches the condition of jobs_expiry_idx (partial, on running
---     jobs): the planner walked that whole index (6 s for 100 completions after two minutes
---     of a hold). Written `(j.state || '') = 'running'`, it matches no partial index;
---   - `j.id = r.id` is a merge-joinable condition, which makes live_pkey's order useful: the
---     planner read all of live_pkey and joined each entry to the batch (0.5 s for 100
---     completions after 80 s). Written `j.id = ANY (ARRAY[r.id])`, it joins nothing by merge
---     or hash, so the only plan left that reads live by an index is one probe of live_pkey
---     per id of the batch; the other, a sequential scan, costs the table's pages.
--- A test pins these plans with the statistics of a hold
+--     jobs): it walked that whole index (6 s for 100 completions after two minutes of a
+--     hold, docs/benchmarks.md run 34); `(j.state || '')` matches no partial index;
+--   - `j.id = r.id` can be joined by merge, which makes live_pkey's order useful: it read
+--     all of live_pkey and joined each entry to the batch (0.5 s for 100 completions, run
+--     37); `j.id = ANY (ARRAY[r.id])` joins nothing by merge or hash, so the one plan left
+--     that reads live by an index probes live_pkey once per id of the batch, and the other,
+--     a sequential scan, costs the table's pages.
+-- Clean, these forms cost more: their generic plan looks dearer than a custom one for
+-- small batches, so PostgreSQL plans them anew on every call (run 37: 0.77 of the plain
+-- forms' one-job drains). A test pins both with the statistics of a hold
 -- (SettlesProbeThePrimaryKeyWhateverTheStatisticsSay, tests/postgres/engine_test.cpp).
 WITH ended AS (
   DELETE FROM :"schema".live j
   USING unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
-  WHERE j.id = ANY (ARRAY[r.id]) AND (j.state || '') = 'running' AND j.lease_token = r.token
+  WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
   RETURNING j.*, r.token AS settled_token
 ), kept AS (
   INSERT INTO :"schema".done
@@ -302,8 +313,7 @@ SELECT e.id, e.settled_token FROM ended e;
 -- `complete` instead, and retention deletes it once resolve_dependencies has told them.
 DELETE FROM :"schema".live j
 USING unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
-WHERE j.id = ANY (ARRAY[r.id]) AND (j.state || '') = 'running' AND j.lease_token = r.token
-  AND j.notify IS NOT TRUE
+WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token AND j.notify IS NOT TRUE
 RETURNING j.id, r.token;
 
 -- name: fail
@@ -320,8 +330,8 @@ WITH input AS (
               :base_us::bigint[], :cap_us::bigint[],
               :factors::double precision[], :no_retry::boolean[])
        AS r(id, token, error, retry_after_us, base_us, cap_us, factor, no_retry)
-    ON j.id = ANY (ARRAY[r.id])
-  WHERE (j.state || '') = 'running' AND j.lease_token = r.token
+    ON j.id = r.id
+  WHERE j.state = 'running' AND j.lease_token = r.token
   FOR UPDATE OF j
 ), retried AS (
   UPDATE :"schema".live j
@@ -332,13 +342,11 @@ WITH input AS (
       last_error = r.error,
       lease_expires_at = NULL
   FROM input r
-  WHERE j.id = ANY (ARRAY[r.id]) AND NOT r.dies AND (j.state || '') = 'running'
-    AND j.lease_token = r.token
+  WHERE j.id = r.id AND NOT r.dies AND j.state = 'running' AND j.lease_token = r.token
   RETURNING j.id, r.token, j.state, j.attempts, j.leased_by, j.last_error
 ), died AS (
   DELETE FROM :"schema".live j USING input r
-  WHERE j.id = ANY (ARRAY[r.id]) AND r.dies AND (j.state || '') = 'running'
-    AND j.lease_token = r.token
+  WHERE j.id = r.id AND r.dies AND j.state = 'running' AND j.lease_token = r.token
   RETURNING j.*, r.token AS settled_token, r.error
 ), buried AS (
   INSERT INTO :"schema".done
@@ -359,7 +367,7 @@ SELECT f.id, f.token, f.state FROM failed f;
 
 -- name: set_progress
 UPDATE :"schema".live j SET progress = :progress::text
-WHERE j.id = :id::bigint AND (j.state || '') = 'running' AND j.lease_token = :token::uuid;
+WHERE j.id = :id::bigint AND j.state = 'running' AND j.lease_token = :token::uuid;
 
 -- name: job_errors
 SELECT e.attempt, e.at, e.worker, e.error FROM :"schema".job_errors e
@@ -413,15 +421,15 @@ WHERE (w.queue, w.unique_key) IN (
 UPDATE :"schema".live j
 SET lease_expires_at = statement_timestamp() + :lease_us::bigint * interval '1 microsecond'
 FROM unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
-WHERE j.id = ANY (ARRAY[r.id]) AND (j.state || '') = 'running' AND j.lease_token = r.token
+WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
 RETURNING j.id, r.token;
 
 -- name: held
 -- Which of these leases are still held: a read (Queue::leases_held).
 SELECT j.id, r.token
 FROM :"schema".live j
-JOIN unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token) ON j.id = ANY (ARRAY[r.id])
-WHERE (j.state || '') = 'running' AND j.lease_token = r.token;
+JOIN unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token) ON j.id = r.id
+WHERE j.state = 'running' AND j.lease_token = r.token;
 
 -- name: release
 -- Gives back the attempt the lease spent.
@@ -431,7 +439,7 @@ SET state = 'available',
     attempts = greatest(j.attempts - 1, 0),
     lease_expires_at = NULL
 FROM unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
-WHERE j.id = ANY (ARRAY[r.id]) AND (j.state || '') = 'running' AND j.lease_token = r.token
+WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
 RETURNING j.id, r.token;
 
 -- name: rescue
@@ -439,8 +447,7 @@ RETURNING j.id, r.token;
 -- jobs_expiry_idx, which holds running jobs only, so it costs the same with ten or ten
 -- million jobs waiting. SKIP LOCKED: a row locked right now is being settled by its
 -- worker, which is the better outcome. A lease out of attempts moves its job to done as
--- dead. Migration 10's rescue_expired() has the same body, without :after and with the plain
--- forms of the join and the state test (complete says why these differ): while another
+-- dead. Migration 10's rescue_expired() has the same body, without :after: while another
 -- session holds an old snapshot (lease_mode.hpp), the engine starts from the expiry where
 -- its previous rescue left off, less a margin (NULL: from the head; lease_frontier.hpp says
 -- when), so that it does not walk the entries of every lease settled since.
@@ -457,11 +464,11 @@ WITH expired AS (
   SET state = 'available', run_at = statement_timestamp(),
       last_error = 'lease expired (worker lost)', lease_expires_at = NULL
   FROM expired e
-  WHERE j.id = ANY (ARRAY[e.id]) AND NOT e.dies AND (j.state || '') = 'running'
+  WHERE j.id = e.id AND NOT e.dies AND j.state = 'running'
   RETURNING j.id, j.attempts, j.leased_by, j.last_error
 ), died AS (
   DELETE FROM :"schema".live j USING expired e
-  WHERE j.id = ANY (ARRAY[e.id]) AND e.dies AND (j.state || '') = 'running'
+  WHERE j.id = e.id AND e.dies AND j.state = 'running'
   RETURNING j.*
 ), buried AS (
   INSERT INTO :"schema".done
