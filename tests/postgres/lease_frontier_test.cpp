@@ -261,14 +261,20 @@ TEST_F(LeaseFrontierTest, LeasesTurnToTheLanesWhileAnotherSessionHoldsAnOldSnaps
       std::this_thread::sleep_for(10ms);
     }
   };
-  // Calls of lease_lanes, as every session has reported them (a backend reports its counts
-  // when it has idled a second).
+  // Calls of lease_lanes, once every session has reported them: a backend reports its counts
+  // a second or so after it goes idle, so the count is read until it stands still.
   auto lanes_calls = [&] {
-    std::this_thread::sleep_for(2s);
-    db.exec("SELECT pg_stat_clear_snapshot()");
-    return std::stoll(
-        db.scalar("SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions "
-                  "WHERE schemaname = 'readpast' AND funcname = 'lease_lanes'"));
+    long long last = -1;
+    for (int i = 0; i < 12; ++i) {
+      std::this_thread::sleep_for(1500ms);
+      db.exec("SELECT pg_stat_clear_snapshot()");
+      const long long now =
+          std::stoll(db.scalar("SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions "
+                               "WHERE schemaname = 'readpast' AND funcname = 'lease_lanes'"));
+      if (now == last) return now;
+      last = now;
+    }
+    return last;
   };
   work(1500ms);
   EXPECT_EQ(lanes_calls(), 0) << "leased lane by lane with nothing held";
@@ -282,10 +288,12 @@ TEST_F(LeaseFrontierTest, LeasesTurnToTheLanesWhileAnotherSessionHoldsAnOldSnaps
   EXPECT_GT(during, 0) << "still leasing from the head under a held snapshot";
 
   holder.exec("COMMIT");
-  work(1s);  // the next probe sees the holder gone
+  work(1s);  // the next probe sees the holder gone; one lease from the head finds it short
   const long long after_hold = lanes_calls();
-  work(1500ms);
-  EXPECT_EQ(lanes_calls(), after_hold) << "still leasing lane by lane after the holder ended";
+  work(1500ms);  // about 100 leases
+  // At most the one lease from the head that found the head short, should its backend have
+  // reported it late.
+  EXPECT_LE(lanes_calls() - after_hold, 1) << "still leasing lane by lane after the holder ended";
 }
 
 // The bookkeeping alone: reports as the lease statement would give them.

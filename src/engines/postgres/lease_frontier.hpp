@@ -104,9 +104,11 @@ class LeaseFrontier {
   void record(const LeaseReport& report, std::chrono::steady_clock::time_point now);
   // A lease of this process failed: rows it had locked may be behind the frontiers now.
   void lease_failed() {
-    head_scan_due_ = true;
+    head_scan_now();
     head_scan_every_ = kHeadScanFirst;
   }
+  // The next lease reads from the head.
+  void head_scan_now() { head_scan_due_ = true; }
   // Rescue of expired leases: the expiry from which the next rescue reads the queue's running
   // jobs (nullopt: all of them). A rescue that found every expired lease up to some time
   // proves nothing about a lease committed after it with an earlier expiry; those are leases

@@ -22,20 +22,37 @@ bool LeaseMode::claim_probe(std::chrono::steady_clock::time_point now) {
   return next_probe_.compare_exchange_strong(due, next, std::memory_order_relaxed);
 }
 
-bool LeaseMode::observe(std::int64_t age, std::optional<std::int64_t> xmin,
-                        std::chrono::steady_clock::time_point now) {
+LeaseMode::Change LeaseMode::observe(std::int64_t age, std::optional<std::int64_t> xmin,
+                                     std::chrono::steady_clock::time_point now) {
   std::lock_guard lock(mu_);
   if (xmin != oldest_) {
     oldest_ = xmin;
     oldest_since_ = now;
   }
+  const bool on = lanes_.load(std::memory_order_relaxed);
   if (age < kHeldAge || !xmin) {
-    lanes_.store(false, std::memory_order_relaxed);
-    return false;
+    if (!on || young_since_) return Change::kNone;
+    young_since_ = now;
+    clean_head_seen_ = false;
+    return Change::kYoung;  // turned off by the first short head scan from now on
   }
-  if (now - oldest_since_ < kHeldFor || lanes_.load(std::memory_order_relaxed)) return false;
+  young_since_.reset();
+  if (on || now - oldest_since_ < kHeldFor) return Change::kNone;
   lanes_.store(true, std::memory_order_relaxed);
-  return true;
+  return Change::kOn;
+}
+
+void LeaseMode::head_scan_took(std::chrono::steady_clock::time_point start,
+                               std::chrono::steady_clock::duration took) {
+  std::lock_guard lock(mu_);
+  if (young_since_ && start >= *young_since_ && took < kCleanHeadScan) clean_head_seen_ = true;
+  turn_off_when_clean();
+}
+
+void LeaseMode::turn_off_when_clean() {
+  if (setting_ != LeaseLanes::kAuto || !young_since_ || !clean_head_seen_) return;
+  young_since_.reset();
+  lanes_.store(false, std::memory_order_relaxed);
 }
 
 }  // namespace readpast::detail::pg

@@ -14,7 +14,10 @@
 //   - on, once the same oldest snapshot has held for kHeldFor with kHeldAge or more
 //     transactions assigned since it was taken: both, so that neither a burst of writes past a
 //     short transaction nor a quiet database with an old idle reader switches;
-//   - off, once the oldest snapshot is younger than kHeldAge transactions: the holder ended.
+//   - off, once the oldest snapshot is younger than kHeldAge transactions (the holder ended)
+//     and a lease from the head that started after that took less than kCleanHeadScan: until
+//     vacuum has removed what the hold kept, the head is as long as it was (run 37: 300 jobs/s
+//     for the first minute after a 10-minute hold, with leases from the head at once).
 // The settles follow the same mode (sql/statements.sql, complete).
 //
 // Thread safety: every member may be called from any thread.
@@ -42,6 +45,7 @@ class LeaseMode {
   static constexpr auto kProbeEvery = std::chrono::milliseconds(500);
   static constexpr auto kHeldFor = std::chrono::seconds(1);
   static constexpr std::int64_t kHeldAge = 1000;
+  static constexpr auto kCleanHeadScan = std::chrono::milliseconds(50);
 
   explicit LeaseMode(LeaseLanes setting)
       : setting_(setting), lanes_(setting == LeaseLanes::kAlways) {}
@@ -53,11 +57,19 @@ class LeaseMode {
   // otherwise.
   bool claim_probe(std::chrono::steady_clock::time_point now);
 
+  // What observe() changed: the lanes turned on (the caller starts the lanes' frontiers afresh,
+  // their leases from the head first), or the holder ended while they are on (the caller
+  // makes a head scan due, whose time says whether the head is short again).
+  enum class Change { kNone, kOn, kYoung };
   // What the probe read at `now`: the oldest snapshot's age in transactions and its xmin
-  // (nullopt: none). Returns true when this turned the lanes on: the caller starts the lanes'
-  // frontiers afresh (their leases from the head first).
-  bool observe(std::int64_t age, std::optional<std::int64_t> xmin,
-               std::chrono::steady_clock::time_point now);
+  // (nullopt: none).
+  Change observe(std::int64_t age, std::optional<std::int64_t> xmin,
+                 std::chrono::steady_clock::time_point now);
+
+  // A lease from the head (a head scan of lease_frontier.hpp) started at `start` and took
+  // `took`: how long the head is now.
+  void head_scan_took(std::chrono::steady_clock::time_point start,
+                      std::chrono::steady_clock::duration took);
 
  private:
   const LeaseLanes setting_;
@@ -67,6 +79,11 @@ class LeaseMode {
   std::mutex mu_;
   std::optional<std::int64_t> oldest_;
   std::chrono::steady_clock::time_point oldest_since_{};
+  // Since when the lanes are on with the oldest snapshot young again (nullopt: held, or off).
+  std::optional<std::chrono::steady_clock::time_point> young_since_;
+  // Whether a head scan that started since young_since_ was short.
+  bool clean_head_seen_ = false;
+  void turn_off_when_clean();  // under mu_
 };
 
 }  // namespace readpast::detail::pg

@@ -313,7 +313,11 @@ class PostgresEngine final : public Engine {
         .int4(S::max_jobs, request.max_jobs);
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
+    const auto started = std::chrono::steady_clock::now();
     auto rows = (*c)->exec(sql_.lease_lanes, params);
+    if (plan.from_head && rows) {
+      mode_.head_scan_took(started, std::chrono::steady_clock::now() - started);
+    }
     if (!rows) {
       // Its locks are gone: rows it held may now lie behind this process' frontiers.
       with_frontier(request.queue, [](pg::LeaseFrontier& f) { f.lease_failed(); });
@@ -346,10 +350,21 @@ class PostgresEngine final : public Engine {
     if (!mode_.claim_probe(now)) return;
     auto rows = exec(sql_.horizon, Params(pg::sql::horizon::param_count));
     if (!rows || rows->size() != 1) return;
-    if (mode_.observe(rows->int8(0, 0), rows->optional_int8(0, 1), now)) {
-      // Frontiers from an earlier hold are not kept: the lanes start from their heads.
-      std::lock_guard lock(frontiers_mu_);
-      frontiers_.clear();
+    switch (mode_.observe(rows->int8(0, 0), rows->optional_int8(0, 1), now)) {
+      case pg::LeaseMode::Change::kOn: {
+        // Frontiers from an earlier hold are not kept: the lanes start from their heads.
+        std::lock_guard lock(frontiers_mu_);
+        frontiers_.clear();
+        break;
+      }
+      case pg::LeaseMode::Change::kYoung: {
+        // The next leases from the head tell whether vacuum has cleared it.
+        std::lock_guard lock(frontiers_mu_);
+        for (auto& [queue, frontier] : frontiers_) frontier.head_scan_now();
+        break;
+      }
+      case pg::LeaseMode::Change::kNone:
+        break;
     }
   }
 
@@ -436,9 +451,8 @@ class PostgresEngine final : public Engine {
     static_assert(pg::sql::complete::param_count == pg::sql::complete_delete::param_count &&
                   pg::sql::complete::ids == pg::sql::complete_delete::ids &&
                   pg::sql::complete::tokens == pg::sql::complete_delete::tokens);
-    auto accepted = settle(delete_row ? settles(&Probing::complete_delete, sql_.complete_delete)
-                                      : settles(&Probing::complete, sql_.complete),
-                           refs, ref_params<pg::sql::complete>(refs));
+    auto accepted = settle(delete_row ? sql_.complete_delete : sql_.complete, refs,
+                           ref_params<pg::sql::complete>(refs));
     if (!accepted || !delete_row) return accepted;
     // complete_delete leaves a job with dependents to tell (and a lost lease): complete
     // those, so that the first is kept as succeeded (the second matches nothing again).
@@ -447,8 +461,7 @@ class PostgresEngine final : public Engine {
       if (!(*accepted)[i]) kept.push_back(refs[i]);
     }
     if (kept.empty()) return accepted;
-    auto completed = settle(settles(&Probing::complete, sql_.complete), kept,
-                            ref_params<pg::sql::complete>(kept));
+    auto completed = settle(sql_.complete, kept, ref_params<pg::sql::complete>(kept));
     if (!completed) return completed;
     for (std::size_t i = 0, k = 0; i < refs.size(); ++i) {
       if (!(*accepted)[i]) (*accepted)[i] = (*completed)[k++];
@@ -475,16 +488,15 @@ class PostgresEngine final : public Engine {
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
     using S = pg::sql::fail;
-    auto rows =
-        (*c)->exec(settles(&Probing::fail, sql_.fail), Params(S::param_count)
-                                                           .array(S::ids, ids)
-                                                           .array(S::tokens, tokens)
-                                                           .array(S::errors, errors)
-                                                           .array(S::retry_after_us, retry_after)
-                                                           .array(S::base_us, base)
-                                                           .array(S::cap_us, cap)
-                                                           .array(S::factors, factor)
-                                                           .array(S::no_retry, no_retry));
+    auto rows = (*c)->exec(sql_.fail, Params(S::param_count)
+                                          .array(S::ids, ids)
+                                          .array(S::tokens, tokens)
+                                          .array(S::errors, errors)
+                                          .array(S::retry_after_us, retry_after)
+                                          .array(S::base_us, base)
+                                          .array(S::cap_us, cap)
+                                          .array(S::factors, factor)
+                                          .array(S::no_retry, no_retry));
     if (!rows) return fail_with(rows.error());
     std::map<std::pair<JobId, std::string>, FailOutcome> outcomes;
     for (int r = 0; r < rows->size(); ++r) {
@@ -503,27 +515,26 @@ class PostgresEngine final : public Engine {
   Result<std::vector<bool>> extend(std::span<const LeasedRef> refs,
                                    Duration lease_duration) override {
     return settle(
-        settles(&Probing::extend, sql_.extend), refs,
+        sql_.extend, refs,
         ref_params<pg::sql::extend>(refs).int8(pg::sql::extend::lease_us, lease_duration.count()));
   }
 
   Result<std::vector<bool>> held(std::span<const LeasedRef> refs) override {
-    return settle(settles(&Probing::held, sql_.held), refs, ref_params<pg::sql::held>(refs));
+    return settle(sql_.held, refs, ref_params<pg::sql::held>(refs));
   }
 
   Result<std::vector<bool>> release(std::span<const LeasedRef> refs, Duration delay) override {
     return settle(
-        settles(&Probing::release, sql_.release), refs,
+        sql_.release, refs,
         ref_params<pg::sql::release>(refs).int8(pg::sql::release::delay_us, delay.count()));
   }
 
   Result<bool> progress(const LeasedRef& ref, std::string_view json) override {
     using S = pg::sql::set_progress;
-    auto rows = exec(settles(&Probing::set_progress, sql_.set_progress),
-                     Params(S::param_count)
-                         .int8(S::id, ref.id)
-                         .set(S::token, pg::encode_uuid(ref.token))
-                         .text(S::progress, json));
+    auto rows = exec(sql_.set_progress, Params(S::param_count)
+                                            .int8(S::id, ref.id)
+                                            .set(S::token, pg::encode_uuid(ref.token))
+                                            .text(S::progress, json));
     if (!rows) return fail_with(rows.error());
     return rows->affected() == 1;
   }
@@ -1052,13 +1063,6 @@ class PostgresEngine final : public Engine {
     return due;
   }
 
-  // A settle in the form for the lease mode (sql/statements.sql, complete): `plain`, or its
-  // probing form while the lanes are on.
-  using Probing = pg::Sql::ProbingSettles;
-  const pg::Statement& settles(pg::Statement Probing::*probing, const pg::Statement& plain) const {
-    return mode_.lanes() ? sql_.probing.*probing : plain;
-  }
-
   // Runs `use` on the queue's frontier, under frontiers_mu_.
   template <class Use>
   std::invoke_result_t<Use, pg::LeaseFrontier&> with_frontier(std::string_view queue, Use&& use) {
@@ -1329,7 +1333,7 @@ class PostgresEngine final : public Engine {
   // Where this process' next lease of each queue starts in each lane. Guarded by
   // frontiers_mu_.
   std::mutex frontiers_mu_;
-  // Whether leases read lanes and settles probe. Internally synchronized.
+  // Whether leases read lanes. Internally synchronized.
   pg::LeaseMode mode_;
   std::map<std::string, pg::LeaseFrontier, std::less<>> frontiers_;
   // Internally synchronized.

@@ -4,8 +4,6 @@
 #include "engines/postgres/postgres_sql.hpp"
 
 #include <stdexcept>
-#include <string>
-#include <string_view>
 
 namespace readpast::detail::pg {
 namespace {
@@ -60,27 +58,6 @@ const std::string kLeaseLimit =
 
 bool is_alnum(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-// Every `from` in text written `to`; how many there were.
-std::size_t replace_all(std::string& text, std::string_view from, std::string_view to) {
-  std::size_t count = 0;
-  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
-    text.replace(at, from.size(), to);
-    ++count;
-  }
-  return count;
-}
-
-// A settle's probing form (Sql::ProbingSettles; sql/statements.sql, complete).
-Statement probing_settle(const Statement& settle) {
-  Statement probing = settle;
-  probing.name += "_probing";
-  replace_all(probing.sql, "j.id = r.id", "j.id = ANY (ARRAY[r.id])");
-  if (replace_all(probing.sql, "j.state = 'running'", "(j.state || '') = 'running'") == 0) {
-    throw std::logic_error("the settle " + settle.name + " has no state test");
-  }
-  return probing;
 }
 
 // The statement, sent with its values and planned for them on every call (Statement::prepared).
@@ -202,10 +179,6 @@ Sql::Sql(const SchemaName& schema)
       window_holder(make<sql::window_holder>("window_holder", schema)),
       set_window_job(make<sql::set_window_job>("set_window_job", schema)),
       forget_closed_windows(make<sql::forget_closed_windows>("forget_closed_windows", schema)),
-      probing{probing_settle(complete),    probing_settle(complete_delete),
-              probing_settle(fail),        probing_settle(extend),
-              probing_settle(held),        probing_settle(release),
-              probing_settle(set_progress)},
       migrations(expand_migrations(schema)) {}
 
 Statement Sql::lease_with_limit(int max_jobs) const {

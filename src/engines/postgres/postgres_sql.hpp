@@ -147,19 +147,6 @@ struct Sql {
   Statement set_window_job;
   Statement forget_closed_windows;
 
-  // The settles in their probing form, for while a snapshot is held (sql/statements.sql,
-  // complete, says what differs and why). Same parameters, other names.
-  struct ProbingSettles {
-    Statement complete;
-    Statement complete_delete;
-    Statement fail;
-    Statement extend;
-    Statement held;
-    Statement release;
-    Statement set_progress;
-  };
-  ProbingSettles probing;
-
   // migrations[v - 1] upgrades v - 1 → v; scripts, run by migrate() in its transaction.
   std::vector<std::string> migrations;
 };

@@ -167,6 +167,11 @@ ORDER BY i.ord;
 -- The NOT EXISTS (one probe of the queues table's primary key) hands out nothing of a
 -- paused queue, nor of one with limits (lease_limited serves those; same row, same cost).
 --
+-- The update's state test is written `(j.state || '')` so that it matches no partial index:
+-- `j.state = 'available'` matches jobs_due_idx's condition, and with statistics that count
+-- few live rows in many pages (a held snapshot; a backlog's vacuum, complete says when) the
+-- planner found the rows to update by walking all of jobs_due_idx (docs/benchmarks.md, run 36).
+--
 -- `j.id = ANY (ARRAY(SELECT …))` repeats the join condition so that the rows to update are
 -- found by one probe of the primary key each: with a literal LIMIT of a few hundred the
 -- planner otherwise joins `picked` to a sequential scan of the whole table (a hash join,
@@ -196,7 +201,7 @@ SET state = 'running',
     started_at = statement_timestamp()
 FROM picked
 WHERE j.id = ANY (ARRAY(SELECT x.id FROM picked x)) AND j.id = picked.id
-  AND j.state = 'available'
+  AND (j.state || '') = 'available'
 RETURNING j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.lease_token,
           j.leased_by, j.lease_expires_at, j.enqueued_at, j.started_at, j.finished_at,
           j.unique_key, j.last_error, j.payload;
@@ -274,29 +279,30 @@ RIGHT JOIN (SELECT 1) one ON true;
 -- the job twice nor touch a later attempt that another worker holds. A job that is kept
 -- moves from live to done in the one statement (migration 10).
 --
--- While another session holds an old snapshot (lease_mode.hpp), the engine runs each settle
--- (complete, complete_delete, fail, set_progress, extend, held, release) in its probing
--- form, which Sql makes from the text here (postgres_sql.cpp): every `j.id = r.id` written
--- `j.id = ANY (ARRAY[r.id])` and every `j.state = 'running'` written
--- `(j.state || '') = 'running'`. Under such a hold autovacuum records a table of a few live
--- rows in thousands of pages, and with those statistics the planner chose plans for these
--- forms that read a whole index the hold keeps full of dead entries:
+-- The settles find each row by one probe of live_pkey, whatever the statistics say.
+-- Autovacuum can record `live` as a few rows in thousands of pages: under a snapshot held
+-- elsewhere always, and in a drain that keeps a backlog whenever its vacuum extrapolates from
+-- the pages it read (run 37: 21 rows in 40,000 pages, 31,000 live). With such statistics the
+-- plain forms of these statements chose plans that read a whole index:
 --   - `j.state = 'running'` matches the condition of jobs_expiry_idx (partial, on running
---     jobs): it walked that whole index (6 s for 100 completions after two minutes of a
---     hold, docs/benchmarks.md run 34); `(j.state || '')` matches no partial index;
---   - `j.id = r.id` can be joined by merge, which makes live_pkey's order useful: it read
---     all of live_pkey and joined each entry to the batch (0.5 s for 100 completions, run
---     37); `j.id = ANY (ARRAY[r.id])` joins nothing by merge or hash, so the one plan left
---     that reads live by an index probes live_pkey once per id of the batch, and the other,
---     a sequential scan, costs the table's pages.
--- Clean, these forms cost more: their generic plan looks dearer than a custom one for
--- small batches, so PostgreSQL plans them anew on every call (run 37: 0.77 of the plain
--- forms' one-job drains). A test pins both with the statistics of a hold
--- (SettlesProbeThePrimaryKeyWhateverTheStatisticsSay, tests/postgres/engine_test.cpp).
+--     jobs), and the planner walked that whole index (6 s for 100 completions after two
+--     minutes of a hold, docs/benchmarks.md run 34). Written `(j.state || '') = 'running'`,
+--     it matches no partial index;
+--   - `j.id = r.id` can be joined by merge, which makes live_pkey's order useful: the planner
+--     read all of live_pkey and joined each entry to the batch (0.5 s for 100 completions,
+--     run 37; 50 ms without a hold). Written `j.id = ANY (ARRAY[r.id])`, it joins nothing by
+--     merge or hash, so the one plan left that reads live by an index probes live_pkey once
+--     per id, and the other, a sequential scan, costs the table's pages.
+-- The batch comes from settle_refs() (migration 11), unnest() declared to return one row:
+-- with unnest's own estimate (ten rows for an array parameter) the generic plan costs ten
+-- probes, more than a custom plan of one probe plus its planning, and PostgreSQL planned a
+-- one-job settle anew on every call (run 37: 0.77 of the one-job drains). A test pins the
+-- plans with the statistics of a hold (SettlesProbeThePrimaryKeyWhateverTheStatisticsSay,
+-- tests/postgres/engine_test.cpp).
 WITH ended AS (
   DELETE FROM :"schema".live j
-  USING unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
-  WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
+  USING :"schema".settle_refs(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
+  WHERE j.id = ANY (ARRAY[r.id]) AND (j.state || '') = 'running' AND j.lease_token = r.token
   RETURNING j.*, r.token AS settled_token
 ), kept AS (
   INSERT INTO :"schema".done
@@ -312,8 +318,9 @@ SELECT e.id, e.settled_token FROM ended e;
 -- A job with dependents to tell (notify) is not deleted: the engine completes it with
 -- `complete` instead, and retention deletes it once resolve_dependencies has told them.
 DELETE FROM :"schema".live j
-USING unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
-WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token AND j.notify IS NOT TRUE
+USING :"schema".settle_refs(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
+WHERE j.id = ANY (ARRAY[r.id]) AND (j.state || '') = 'running' AND j.lease_token = r.token
+  AND j.notify IS NOT TRUE
 RETURNING j.id, r.token;
 
 -- name: fail
@@ -330,8 +337,8 @@ WITH input AS (
               :base_us::bigint[], :cap_us::bigint[],
               :factors::double precision[], :no_retry::boolean[])
        AS r(id, token, error, retry_after_us, base_us, cap_us, factor, no_retry)
-    ON j.id = r.id
-  WHERE j.state = 'running' AND j.lease_token = r.token
+    ON j.id = ANY (ARRAY[r.id])
+  WHERE (j.state || '') = 'running' AND j.lease_token = r.token
   FOR UPDATE OF j
 ), retried AS (
   UPDATE :"schema".live j
@@ -342,11 +349,13 @@ WITH input AS (
       last_error = r.error,
       lease_expires_at = NULL
   FROM input r
-  WHERE j.id = r.id AND NOT r.dies AND j.state = 'running' AND j.lease_token = r.token
+  WHERE j.id = ANY (ARRAY[r.id]) AND NOT r.dies AND (j.state || '') = 'running'
+    AND j.lease_token = r.token
   RETURNING j.id, r.token, j.state, j.attempts, j.leased_by, j.last_error
 ), died AS (
   DELETE FROM :"schema".live j USING input r
-  WHERE j.id = r.id AND r.dies AND j.state = 'running' AND j.lease_token = r.token
+  WHERE j.id = ANY (ARRAY[r.id]) AND r.dies AND (j.state || '') = 'running'
+    AND j.lease_token = r.token
   RETURNING j.*, r.token AS settled_token, r.error
 ), buried AS (
   INSERT INTO :"schema".done
@@ -367,7 +376,7 @@ SELECT f.id, f.token, f.state FROM failed f;
 
 -- name: set_progress
 UPDATE :"schema".live j SET progress = :progress::text
-WHERE j.id = :id::bigint AND j.state = 'running' AND j.lease_token = :token::uuid;
+WHERE j.id = :id::bigint AND (j.state || '') = 'running' AND j.lease_token = :token::uuid;
 
 -- name: job_errors
 SELECT e.attempt, e.at, e.worker, e.error FROM :"schema".job_errors e
@@ -420,16 +429,17 @@ WHERE (w.queue, w.unique_key) IN (
 -- name: extend
 UPDATE :"schema".live j
 SET lease_expires_at = statement_timestamp() + :lease_us::bigint * interval '1 microsecond'
-FROM unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
-WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
+FROM :"schema".settle_refs(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
+WHERE j.id = ANY (ARRAY[r.id]) AND (j.state || '') = 'running' AND j.lease_token = r.token
 RETURNING j.id, r.token;
 
 -- name: held
 -- Which of these leases are still held: a read (Queue::leases_held).
 SELECT j.id, r.token
 FROM :"schema".live j
-JOIN unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token) ON j.id = r.id
-WHERE j.state = 'running' AND j.lease_token = r.token;
+JOIN :"schema".settle_refs(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
+  ON j.id = ANY (ARRAY[r.id])
+WHERE (j.state || '') = 'running' AND j.lease_token = r.token;
 
 -- name: release
 -- Gives back the attempt the lease spent.
@@ -438,8 +448,8 @@ SET state = 'available',
     run_at = statement_timestamp() + :delay_us::bigint * interval '1 microsecond',
     attempts = greatest(j.attempts - 1, 0),
     lease_expires_at = NULL
-FROM unnest(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
-WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
+FROM :"schema".settle_refs(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
+WHERE j.id = ANY (ARRAY[r.id]) AND (j.state || '') = 'running' AND j.lease_token = r.token
 RETURNING j.id, r.token;
 
 -- name: rescue
@@ -447,7 +457,8 @@ RETURNING j.id, r.token;
 -- jobs_expiry_idx, which holds running jobs only, so it costs the same with ten or ten
 -- million jobs waiting. SKIP LOCKED: a row locked right now is being settled by its
 -- worker, which is the better outcome. A lease out of attempts moves its job to done as
--- dead. Migration 10's rescue_expired() has the same body, without :after: while another
+-- dead. Migration 10's rescue_expired() has the same body, without :after and with the plain
+-- forms of the join and the state test (complete says why these differ): while another
 -- session holds an old snapshot (lease_mode.hpp), the engine starts from the expiry where
 -- its previous rescue left off, less a margin (NULL: from the head; lease_frontier.hpp says
 -- when), so that it does not walk the entries of every lease settled since.
@@ -464,11 +475,11 @@ WITH expired AS (
   SET state = 'available', run_at = statement_timestamp(),
       last_error = 'lease expired (worker lost)', lease_expires_at = NULL
   FROM expired e
-  WHERE j.id = e.id AND NOT e.dies AND j.state = 'running'
+  WHERE j.id = ANY (ARRAY[e.id]) AND NOT e.dies AND (j.state || '') = 'running'
   RETURNING j.id, j.attempts, j.leased_by, j.last_error
 ), died AS (
   DELETE FROM :"schema".live j USING expired e
-  WHERE j.id = e.id AND e.dies AND j.state = 'running'
+  WHERE j.id = ANY (ARRAY[e.id]) AND e.dies AND (j.state || '') = 'running'
   RETURNING j.*
 ), buried AS (
   INSERT INTO :"schema".done
