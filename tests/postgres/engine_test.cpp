@@ -136,7 +136,7 @@ TEST_F(EngineTest, SettlesProbeThePrimaryKeyWhateverTheStatisticsSay) {
        generic_plan("r", sql.release.sql, "(bigint, bigint[], uuid[])", {"0", ids, tokens})},
       {"held", generic_plan("h", sql.held.sql, "(bigint[], uuid[])", {ids, tokens})}};
   for (const auto& [name, plan] : settles) {
-    EXPECT_NE(plan.find("Index Cond: (id = ANY (ARRAY[r.id]))"), std::string::npos) << name << ":\n"
+    EXPECT_NE(plan.find("Index Cond: (id = ANY (ARRAY["), std::string::npos) << name << ":\n"
                                                                                     << plan;
     EXPECT_EQ(plan.find("jobs_expiry_idx"), std::string::npos) << name << ":\n" << plan;
   }
@@ -157,7 +157,7 @@ TEST_F(EngineTest, SettlesProbeThePrimaryKeyWhateverTheStatisticsSay) {
 // A settle of one job keeps its generic plan: PostgreSQL plans a prepared statement anew on
 // every call while its generic plan looks dearer than a custom one plus the planning, which
 // unnest()'s estimate of ten rows made it for one-job batches (run 37: 0.77 of the one-job
-// drains). settle_refs() says one row.
+// drains). Under `LIMIT cardinality(ids)` it costs one.
 TEST_F(EngineTest, TheSettlesOfOneJobKeepAGenericPlan) {
   Queue queue = open();
   std::vector<NewJob> jobs;
@@ -177,10 +177,10 @@ TEST_F(EngineTest, TheSettlesOfOneJobKeepAGenericPlan) {
     // Five custom plans first; then PostgreSQL compares.
     for (int i = 0; i < 6; ++i) db.exec("EXECUTE " + name + one);
     std::string plan;
-    for (const auto& row : db.query("EXPLAIN (VERBOSE) EXECUTE " + name + one)) plan += *row[0] + "\n";
-    EXPECT_NE(plan.find("settle_refs($1, $2)"), std::string::npos)
-        << name << " is planned on every call:\n"
-        << plan;
+    for (const auto& row : db.query("EXPLAIN (VERBOSE) EXECUTE " + name + one))
+      plan += *row[0] + "\n";
+    EXPECT_NE(plan.find("unnest($1)"), std::string::npos) << name << " is planned on every call:\n"
+                                                          << plan;
   }
 }
 

@@ -293,15 +293,18 @@ RIGHT JOIN (SELECT 1) one ON true;
 --     run 37; 50 ms without a hold). Written `j.id = ANY (ARRAY[r.id])`, it joins nothing by
 --     merge or hash, so the one plan left that reads live by an index probes live_pkey once
 --     per id, and the other, a sequential scan, costs the table's pages.
--- The batch comes from settle_refs() (migration 11), unnest() declared to return one row:
--- with unnest's own estimate (ten rows for an array parameter) the generic plan costs ten
--- probes, more than a custom plan of one probe plus its planning, and PostgreSQL planned a
--- one-job settle anew on every call (run 37: 0.77 of the one-job drains). A test pins the
--- plans with the statistics of a hold (SettlesProbeThePrimaryKeyWhateverTheStatisticsSay,
--- tests/postgres/engine_test.cpp).
+-- The batch is unnest() under `LIMIT cardinality(:ids)`, a limit that changes nothing but the
+-- generic plan's estimate: unnest() of an array parameter is costed at ten rows, the
+-- generic plan at ten probes, more than a custom plan of one probe plus its planning, and
+-- PostgreSQL then planned a one-job settle anew on every call (run 37: 0.77 of the one-job
+-- drains). A limit it cannot evaluate when planning it costs at a tenth of its input: one row.
+-- (A function declared ROWS 1 does the same, but a SQL function's body is planned on every
+-- call: 0.87.) Tests pin both plans: SettlesProbeThePrimaryKeyWhateverTheStatisticsSay and
+-- TheSettlesOfOneJobKeepAGenericPlan, tests/postgres/engine_test.cpp.
 WITH ended AS (
   DELETE FROM :"schema".live j
-  USING :"schema".settle_refs(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
+  USING (SELECT * FROM unnest(:ids::bigint[], :tokens::uuid[])
+        LIMIT cardinality(:ids::bigint[])) AS r(id, token)
   WHERE j.id = ANY (ARRAY[r.id]) AND (j.state || '') = 'running' AND j.lease_token = r.token
   RETURNING j.*, r.token AS settled_token
 ), kept AS (
@@ -318,7 +321,8 @@ SELECT e.id, e.settled_token FROM ended e;
 -- A job with dependents to tell (notify) is not deleted: the engine completes it with
 -- `complete` instead, and retention deletes it once resolve_dependencies has told them.
 DELETE FROM :"schema".live j
-USING :"schema".settle_refs(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
+USING (SELECT * FROM unnest(:ids::bigint[], :tokens::uuid[])
+        LIMIT cardinality(:ids::bigint[])) AS r(id, token)
 WHERE j.id = ANY (ARRAY[r.id]) AND (j.state || '') = 'running' AND j.lease_token = r.token
   AND j.notify IS NOT TRUE
 RETURNING j.id, r.token;
@@ -333,9 +337,10 @@ RETURNING j.id, r.token;
 WITH input AS (
   SELECT r.*, j.attempts >= j.max_attempts OR r.no_retry AS dies
   FROM :"schema".live j
-  JOIN unnest(:ids::bigint[], :tokens::uuid[], :errors::text[], :retry_after_us::bigint[],
-              :base_us::bigint[], :cap_us::bigint[],
-              :factors::double precision[], :no_retry::boolean[])
+  JOIN (SELECT * FROM unnest(:ids::bigint[], :tokens::uuid[], :errors::text[],
+                             :retry_after_us::bigint[], :base_us::bigint[], :cap_us::bigint[],
+                             :factors::double precision[], :no_retry::boolean[])
+        LIMIT cardinality(:ids::bigint[]))
        AS r(id, token, error, retry_after_us, base_us, cap_us, factor, no_retry)
     ON j.id = ANY (ARRAY[r.id])
   WHERE (j.state || '') = 'running' AND j.lease_token = r.token
@@ -429,7 +434,8 @@ WHERE (w.queue, w.unique_key) IN (
 -- name: extend
 UPDATE :"schema".live j
 SET lease_expires_at = statement_timestamp() + :lease_us::bigint * interval '1 microsecond'
-FROM :"schema".settle_refs(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
+FROM (SELECT * FROM unnest(:ids::bigint[], :tokens::uuid[])
+        LIMIT cardinality(:ids::bigint[])) AS r(id, token)
 WHERE j.id = ANY (ARRAY[r.id]) AND (j.state || '') = 'running' AND j.lease_token = r.token
 RETURNING j.id, r.token;
 
@@ -437,7 +443,8 @@ RETURNING j.id, r.token;
 -- Which of these leases are still held: a read (Queue::leases_held).
 SELECT j.id, r.token
 FROM :"schema".live j
-JOIN :"schema".settle_refs(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
+JOIN (SELECT * FROM unnest(:ids::bigint[], :tokens::uuid[])
+        LIMIT cardinality(:ids::bigint[])) AS r(id, token)
   ON j.id = ANY (ARRAY[r.id])
 WHERE (j.state || '') = 'running' AND j.lease_token = r.token;
 
@@ -448,7 +455,8 @@ SET state = 'available',
     run_at = statement_timestamp() + :delay_us::bigint * interval '1 microsecond',
     attempts = greatest(j.attempts - 1, 0),
     lease_expires_at = NULL
-FROM :"schema".settle_refs(:ids::bigint[], :tokens::uuid[]) AS r(id, token)
+FROM (SELECT * FROM unnest(:ids::bigint[], :tokens::uuid[])
+        LIMIT cardinality(:ids::bigint[])) AS r(id, token)
 WHERE j.id = ANY (ARRAY[r.id]) AND (j.state || '') = 'running' AND j.lease_token = r.token
 RETURNING j.id, r.token;
 

@@ -260,16 +260,6 @@ SELECT t.*, s.xmin, s.xmax, s.leased_at FROM taken t CROSS JOIN snap s;
 END
 $fn$;
 
--- The (id, token) pairs of a settle's batch (sql/statements.sql, complete): unnest() declared
--- to return one row, so that the settles' generic plans cost one probe of live_pkey, not the
--- ten that unnest's estimate for an array parameter makes, and PostgreSQL keeps them instead
--- of planning each settle anew. The SET keeps the planner from inlining it back into unnest().
-CREATE FUNCTION :"schema".settle_refs(p_ids bigint[], p_tokens uuid[])
-RETURNS TABLE (id bigint, token uuid)
-LANGUAGE sql IMMUTABLE PARALLEL SAFE ROWS 1 SET search_path = pg_catalog AS $fn$
-  SELECT * FROM unnest(p_ids, p_tokens)
-$fn$;
-
 -- Whoever was granted rights on the live table reads the lanes and marks and registers lanes
 -- (a lease does both).
 DO $do$
