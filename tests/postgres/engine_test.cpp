@@ -137,7 +137,7 @@ TEST_F(EngineTest, SettlesProbeThePrimaryKeyWhateverTheStatisticsSay) {
       {"held", generic_plan("h", sql.held.sql, "(bigint[], uuid[])", {ids, tokens})}};
   for (const auto& [name, plan] : settles) {
     EXPECT_NE(plan.find("Index Cond: (id = ANY (ARRAY["), std::string::npos) << name << ":\n"
-                                                                                    << plan;
+                                                                             << plan;
     EXPECT_EQ(plan.find("jobs_expiry_idx"), std::string::npos) << name << ":\n" << plan;
   }
   // The plain form they had: with these statistics it reads all of live_pkey and joins each
