@@ -16,9 +16,10 @@
 //     short transaction nor a quiet database with an old idle reader switches;
 //   - off, once the oldest snapshot is younger than kHeldAge transactions (the holder ended)
 //     and a lease from the head that started after that took less than kCleanHeadScan: until
-//     vacuum has removed what the hold kept, the head is as long as it was (run 37: 300 jobs/s
+//     vacuum has removed what the hold kept, the head is as long as it was (run 37: 250 jobs/s
 //     for the first minute after a 10-minute hold, with leases from the head at once).
-// The settles follow the same mode (sql/statements.sql, complete).
+// Rescue and the probe of when the next job is due start from the frontiers too while the
+// lanes are on. The settles are the same in both modes (sql/statements.sql, complete).
 //
 // Thread safety: every member may be called from any thread.
 #include <atomic>
@@ -50,7 +51,7 @@ class LeaseMode {
   explicit LeaseMode(LeaseLanes setting)
       : setting_(setting), lanes_(setting == LeaseLanes::kAlways) {}
 
-  // Whether leases and settles take the lanes' forms now.
+  // Whether leases read lanes now.
   bool lanes() const { return lanes_.load(std::memory_order_relaxed); }
 
   // True for one caller per kProbeEvery under kAuto (it then probes and calls observe), never

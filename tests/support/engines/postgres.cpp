@@ -82,9 +82,9 @@ EngineUnderTest postgres_under_test() {
   };
   engine.variants.push_back(std::move(pooled));
 
-  // Every lease lane by lane from the process' frontiers, and every settle in its pinned form:
-  // what the engine does while another session holds an old snapshot (lease_lanes=auto turns
-  // it on then; src/engines/postgres/lease_mode.hpp).
+  // Every lease lane by lane from the process' frontiers, rescue and the due probe from them
+  // too: what the engine does while another session holds an old snapshot (lease_lanes=auto
+  // turns it on then; src/engines/postgres/lease_mode.hpp).
   EngineUnderTest lanes = engine;
   lanes.name = "postgres_lanes";
   lanes.engine = "postgres";

@@ -41,3 +41,6 @@ case "${1:-all}" in
     held auto-backlog-2producers --snapshot-producers 2
     ;;
 esac
+# The enqueue and latency suites against main (ab-suites.txt, 3 rounds):
+#   A=<readpast_bench of main before> B=<this one> \
+#     bash docs/bench-results/2026-11-28/run37/ab_suites.sh postgresql://postgres@127.0.0.1:25443 OUT 3
