@@ -1,7 +1,5 @@
 #include "engines/postgres/lease_mode.hpp"
 
-#include <string>
-
 namespace readpast::detail::pg {
 
 Result<LeaseLanes> parse_lease_lanes(std::string_view text) {

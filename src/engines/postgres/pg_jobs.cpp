@@ -282,7 +282,8 @@ Job read_job(const Rows& rows, int row) {
 }
 
 void read_lease_report(const Rows& rows, LeaseReport& report) {
-  // Columns after the job's 16 (sql/statements.sql, -- name: lease), the same in every row.
+  // Columns after the job's 16 (sql/statements.sql, -- name: lease_lanes), the same in every
+  // row.
   constexpr int kXmin = 16, kXmax = 17, kLeasedAt = 18;
   report.snapshot_xmin = static_cast<std::uint64_t>(rows.int8(0, kXmin));
   report.snapshot_xmax = static_cast<std::uint64_t>(rows.int8(0, kXmax));

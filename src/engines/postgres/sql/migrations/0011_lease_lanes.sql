@@ -110,7 +110,7 @@ BEGIN
 END
 $fn$;
 
--- Lanes met by a lease that read the queue from its head (the engine's lease, sql/statements.sql)
+-- Lanes met by a lease_lanes() that read the queue from its head (p_from_head)
 -- without their being registered: rows written while triggers were off
 -- (session_replication_role = replica). Returns true.
 CREATE FUNCTION :"schema".register_lanes(p_queue text, p_priorities integer[])
