@@ -503,8 +503,9 @@ TEST_F(SchemaTest, TheUpgradeToLanesRegistersTheLanesOfTheJobsThereAndKeepsRoles
                       "FROM readpast.lanes"),
             "a:0 a:5 b:100 c:3");
 
-  // The role enqueues in a lane never used (registered by the trigger, as its owner) and
-  // leases with the engine's lease_lanes statement, lane by lane.
+  // The role enqueues in a lane never used and leases with the engine's lease_lanes
+  // statement, lane by lane, which finds that lane and registers it (register_lanes, as its
+  // owner).
   db.exec("SET ROLE " + role);
   db.exec("INSERT INTO readpast.jobs (queue, priority) VALUES ('a', 9)");
   const auto schema = must(detail::pg::SchemaName::parse("readpast"));
@@ -518,6 +519,8 @@ TEST_F(SchemaTest, TheUpgradeToLanesRegistersTheLanesOfTheJobsThereAndKeepsRoles
   EXPECT_EQ(db.scalar("SELECT string_agg(priority::text, ' ' ORDER BY priority) "
                       "FROM readpast.live WHERE queue = 'a' AND state = 'running'"),
             "0 5 9");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.lanes WHERE queue = 'a' AND priority = 9"),
+            "1");
   db.exec("DROP OWNED BY " + role);
   db.exec("DROP ROLE " + role);
 }

@@ -71,6 +71,23 @@ TEST_F(WakeupTest, AnEnqueueOfAnotherQueueDoesNotWakeTheWaiter) {
   EXPECT_GE(after, 550ms);
 }
 
+// One statement that inserts a job dated in the past into one queue (which the trigger marks
+// for the leases' frontiers, migration 12) and a job due now into another wakes the waiter of
+// the other: the wake-up does not depend on the test for old keys.
+TEST_F(WakeupTest, AnInsertThatAlsoCarriesAJobDatedInThePastWakesEveryQueueItMadeWorkFor) {
+  Queue worker = open();
+  EXPECT_FALSE(must(worker.wait_for_work("mail", 100ms)));  // subscribe
+  auto waiter =
+      std::async(std::launch::async, [&] { return must(worker.wait_for_work("mail", 5s)); });
+  std::this_thread::sleep_for(100ms);
+  const auto sent = Clock::now();
+  sql().exec(
+      "INSERT INTO readpast.jobs (queue, run_at) VALUES ('archive', now() - interval '1 hour'), "
+      "('mail', now())");
+  EXPECT_TRUE(waiter.get());
+  EXPECT_LT(Clock::now() - sent, 2s);
+}
+
 TEST_F(WakeupTest, AScheduledJobWakesTheWaiterWhenItComesDue) {
   Queue worker = open();
   NewJob later = job("mail");
