@@ -22,6 +22,7 @@ class LeaseFrontierTest : public PostgresTest {
 };
 using detail::pg::LaneKey;
 using detail::pg::LeaseFrontier;
+using detail::pg::LeasePlan;
 using detail::pg::LeaseReport;
 
 // Leases and completes every job of the queue, `max_jobs` at a time; the ids, in the order
@@ -257,6 +258,41 @@ TEST_F(LeaseFrontierTest, AJobInALaneNobodyRegisteredWithTriggersOffIsHandedOutB
             "1");
 }
 
+// A job that appears behind the frontiers unannounced (as one does whose locker rolled back
+// after the frontiers passed it: a lease that failed) is handed out by a look-back scan. Past
+// the first two scans of the process, which read from the head, a scan behind the frontiers
+// starts every lane where its frontier stood when the scan before the previous one started
+// (lease_frontier.hpp), not at the head. Here the job is written with triggers off, so that
+// no mark announces it, and dated a second back, behind the frontier.
+TEST_F(LeaseFrontierTest, AJobThatAppearsBehindTheFrontiersUnannouncedIsHandedOutByALookBack) {
+  Queue queue = open();
+  const auto started = std::chrono::steady_clock::now();
+  // Leases of one job at a time, each enqueued just before, as a steady queue runs: they move
+  // the frontier on and make the scans come.
+  auto one_round = [&] {
+    must(queue.enqueue(job("q")));
+    std::this_thread::sleep_for(LeaseFrontier::kDelta * 2);
+    return drain(queue, "q", 1);
+  };
+  while (std::chrono::steady_clock::now() - started <
+         LeaseFrontier::kHeadScanFirst + LeaseFrontier::kHeadScanAtMost + 1s) {
+    one_round();
+  }
+  SqlConnection writer = sql();
+  writer.exec("SET session_replication_role = replica");
+  const JobId behind = std::stoll(writer.scalar(
+      "INSERT INTO readpast.live (queue, run_at) VALUES ('q', now() - interval '1 second') "
+      "RETURNING id"));
+  const auto written = std::chrono::steady_clock::now();
+  for (const JobId id : one_round()) ASSERT_NE(id, behind) << "it was not behind the frontier";
+  bool handed_out = false;
+  while (!handed_out &&
+         std::chrono::steady_clock::now() - written < 2 * LeaseFrontier::kHeadScanAtMost + 2s) {
+    for (const JobId id : one_round()) handed_out = handed_out || id == behind;
+  }
+  EXPECT_TRUE(handed_out) << "the job behind the frontiers was not handed out";
+}
+
 // The default, lease_lanes=auto: from the head while nothing holds vacuum back, lane by lane
 // (the function lease_lanes, counted by track_functions) once another session's snapshot has
 // stood for a second with a thousand transactions since, and from the head again once it ends.
@@ -343,37 +379,71 @@ TEST(LeaseFrontierBookkeeping, TheFirstLeaseAndOneAfterAFailureReadFromTheHead) 
   f.lease_failed();
   EXPECT_TRUE(f.plan(now).from_head);
   EXPECT_FALSE(f.plan(now + 1s).from_head);
-  EXPECT_TRUE(f.plan(now + LeaseFrontier::kHeadScanFirst + 1s).from_head);
+  // The third scan looks back from where the frontiers stood at the first.
+  const auto third = f.plan(now + LeaseFrontier::kHeadScanFirst + 1s);
+  EXPECT_FALSE(third.from_head);
+  EXPECT_TRUE(third.look_back);
+  f.lease_failed();
+  EXPECT_TRUE(f.plan(now + LeaseFrontier::kHeadScanFirst + 2s).from_head);
 }
 
-TEST(LeaseFrontierBookkeeping, HeadScansThatFindNothingBehindTheFrontiersComeLessOften) {
+// Scans behind the frontiers: from the head for the first two; then each starts every lane
+// where its frontier stood when the scan before the previous one started. They come every
+// 5 s, then every 10 s while they find nothing behind the frontiers, every 5 s again once one
+// does; and from the head every kFullHeadScanEvery.
+TEST(LeaseFrontierBookkeeping, ScansLookBackToTheFrontiersOfTwoScansAgoAndComeLessOften) {
   LeaseFrontier f;
   auto now = std::chrono::steady_clock::now();
-  f.plan(now);
-  f.record(report(5, 5, at_seconds(10), 10, {{100, {at_seconds(9), 1}}}), now);
-  ASSERT_EQ(f.plan(now).lanes.size(), 1u);
-  const LaneKey frontier = f.plan(now).lanes[0].from;
-  // Head scans that find only jobs past the frontier: 5 s, then 10 s, then 20 s apart.
-  // The i-th head scan runs at 20 + 10 i s and takes a job dated a second before it.
-  auto head_scan = [&](int i, std::optional<LaneKey> taken = std::nullopt) {
-    LeaseReport r = report(6 + i, 6 + i, at_seconds(20 + 10 * i), 10,
-                           {{100, taken.value_or(LaneKey{at_seconds(19 + 10 * i), 50 + i})}});
-    r.from_head = true;
+  const auto first = now;
+  int xid = 5;
+  int seconds = 10;
+  // A lease as planned at `now`, taking one job dated a second before it (or `taken`).
+  auto lease = [&](const LeasePlan& plan, std::optional<LaneKey> taken = std::nullopt) {
+    LeaseReport r = report(xid, xid, at_seconds(seconds), 10,
+                           {{100, taken.value_or(LaneKey{at_seconds(seconds - 1), 10 + xid})}});
+    r.from_head = plan.from_head;
+    r.look_back = plan.look_back;
     f.record(r, now);
+    ++xid;
+    ++seconds;
   };
+  auto frontier = [&] {
+    const LeasePlan plan = f.plan(now);
+    EXPECT_FALSE(plan.from_head || plan.look_back);
+    return plan.lanes.empty() ? std::nullopt : std::optional(plan.lanes[0].from);
+  };
+  ASSERT_TRUE(f.plan(now).from_head);  // the first scan, at `first`: no frontier yet
+  lease({});
+  lease({});
+  const auto at_second = frontier();
+  ASSERT_TRUE(at_second.has_value());
   now += LeaseFrontier::kHeadScanFirst;
-  ASSERT_TRUE(f.plan(now).from_head);
-  head_scan(0);
-  EXPECT_FALSE(f.plan(now + LeaseFrontier::kHeadScanFirst).from_head);
-  now += 2 * LeaseFrontier::kHeadScanFirst;
-  ASSERT_TRUE(f.plan(now).from_head);
-  head_scan(1);
-  EXPECT_FALSE(f.plan(now + 2 * LeaseFrontier::kHeadScanFirst).from_head);
-  // One that finds a job behind the frontier: back to every 5 s.
-  now += 4 * LeaseFrontier::kHeadScanFirst;
-  ASSERT_TRUE(f.plan(now).from_head);
-  head_scan(2, LaneKey{frontier.run_at - 1s, 2});
-  EXPECT_TRUE(f.plan(now + LeaseFrontier::kHeadScanFirst).from_head);
+  const LeasePlan second = f.plan(now);
+  ASSERT_TRUE(second.from_head);
+  lease(second);  // nothing behind the frontier: the next scan in 10 s
+  lease({});
+  const auto at_third = frontier();
+  EXPECT_EQ(f.plan(now + LeaseFrontier::kHeadScanFirst).lanes.size(), 1u) << "not a scan";
+  now += LeaseFrontier::kHeadScanAtMost;
+  const LeasePlan third = f.plan(now);
+  ASSERT_TRUE(third.look_back);
+  EXPECT_TRUE(third.lanes.empty()) << "the first scan had no frontier to start from";
+  lease(third);
+  lease({});
+  now += LeaseFrontier::kHeadScanAtMost;
+  const LeasePlan fourth = f.plan(now);
+  ASSERT_TRUE(fourth.look_back);
+  ASSERT_EQ(fourth.lanes.size(), 1u);
+  EXPECT_EQ(fourth.lanes[0].from, *at_second) << "not where the frontier stood at the second";
+  // It finds a job behind the frontier: the next scan in 5 s, from the third's frontiers.
+  lease(fourth, LaneKey{at_second->run_at - 1s, 2});
+  const LeasePlan fifth = f.plan(now + LeaseFrontier::kHeadScanFirst);
+  ASSERT_TRUE(fifth.look_back);
+  ASSERT_EQ(fifth.lanes.size(), 1u);
+  EXPECT_EQ(fifth.lanes[0].from, *at_third);
+  // From the head again kFullHeadScanEvery after the last scan that was.
+  now = first + LeaseFrontier::kFullHeadScanEvery + LeaseFrontier::kHeadScanFirst;
+  EXPECT_TRUE(f.plan(now).from_head);
 }
 
 TEST(LeaseFrontierBookkeeping, ALeaseIsNotPassedUntilTheTransactionsItCouldNotSeeHaveEnded) {

@@ -16,16 +16,33 @@ LaneKey read_to_end(TimePoint at) {
 
 LeasePlan LeaseFrontier::plan(std::chrono::steady_clock::time_point now) {
   LeasePlan plan;
-  if (head_scan_due(now)) {
-    head_scan_due_ = false;
-    last_head_scan_ = now;
-    plan.from_head = true;
-    return plan;
-  }
+  std::vector<LaneStart> frontiers;
   for (auto& [priority, lane] : lanes_) {
     if (lane.frontier && now - lane.frontier->basis_at > kBasisAtMost) lane.frontier.reset();
-    if (lane.frontier) plan.lanes.push_back(*lane.frontier);
+    if (lane.frontier) frontiers.push_back(*lane.frontier);
   }
+  if (!head_scan_due_ && now - last_head_scan_ < head_scan_every_) {
+    plan.lanes = std::move(frontiers);
+    return plan;
+  }
+  // A scan behind the frontiers. Its look-back starts from the frontiers of the scan before
+  // the previous one (lease_frontier.hpp says why that suffices); each start is used within
+  // kBasisAtMost of the lease it rests on, like a frontier.
+  const bool from_head =
+      head_scan_due_ || scan_starts_.size() < 2 || now - last_full_head_scan_ >= kFullHeadScanEvery;
+  if (from_head) {
+    plan.from_head = true;
+    last_full_head_scan_ = now;
+  } else {
+    plan.look_back = true;
+    for (const LaneStart& start : scan_starts_.front()) {
+      if (now - start.basis_at <= kBasisAtMost) plan.lanes.push_back(start);
+    }
+  }
+  head_scan_due_ = false;
+  last_head_scan_ = now;
+  scan_starts_.push_back(std::move(frontiers));
+  if (scan_starts_.size() > 2) scan_starts_.pop_front();
   return plan;
 }
 
@@ -42,7 +59,7 @@ void LeaseFrontier::offer(Lane& lane, int priority, const Seen& i, const Seen& j
 }
 
 void LeaseFrontier::record(const LeaseReport& report, std::chrono::steady_clock::time_point now) {
-  if (report.from_head) {
+  if (report.from_head || report.look_back) {
     // Did it find a job behind a frontier, or in a lane without one (unregistered, or new to
     // this process)? Then such jobs occur: look often; else less.
     bool behind = false;

@@ -21,9 +21,20 @@
 //     in lane_marks (migration 11), and the lease reads those marks (xid >= i's xmax: marks_from)
 //     and starts no later than the oldest key they name.
 // What the argument does not cover: rows whose locker rolled back (a lease that failed, a
-// session that locked available rows and let go), and the server's clock stepping back. A
-// head scan (no frontier) every kHeadScanEvery, and for the next lease after one of this
-// process failed, hands those out, late by at most that interval.
+// session that locked available rows and let go), and the server's clock stepping back.
+// Scans behind the frontiers hand those out:
+//   - a *look-back scan* every kHeadScanFirst to kHeadScanAtMost reads each lane from where
+//     its frontier stood when the scan before the previous one started. A row that a frontier
+//     passed while it was locked, and whose lock went at time t, was passed after t less the
+//     lock's length; a lock held for less than the interval between the two scans before t was
+//     therefore passed after the earlier of them started, above the key this scan starts
+//     from. Leases hold their locks for the length of one statement. So under a held snapshot
+//     a look-back scan walks what two intervals of leases left, not everything since the hold
+//     began, as a scan from the head does (up to 15 s after 10 minutes at 35,000 jobs/s,
+//     docs/benchmarks.md, run 38);
+//   - a *head scan* (every lane from its head) for the first scans of a hold, for the next lease
+//     after one of this process failed, when the engine asks (the holder has ended), and every
+//     kFullHeadScanEvery for locks held longer and for the clock.
 //
 // Thread safety: none; the engine guards each queue's LeaseFrontier with its mutex.
 #include <chrono>
@@ -61,6 +72,7 @@ struct LaneStart {
 // not), or each lane from its start here (a lane not listed: from its head).
 struct LeasePlan {
   bool from_head = false;
+  bool look_back = false;  // the lanes' starts are where the frontiers stood two scans ago
   std::vector<LaneStart> lanes;
 };
 
@@ -71,6 +83,7 @@ struct LeaseReport {
   std::uint64_t snapshot_xmax = 0;
   TimePoint leased_at{};
   bool from_head = false;  // as planned
+  bool look_back = false;  // as planned
   int max_jobs = 0;
   std::vector<std::pair<int, LaneKey>> taken;  // (priority, key) of each job leased
 };
@@ -79,11 +92,14 @@ class LeaseFrontier {
  public:
   // How long a statement may run from its start to its first write, unmarked (migration 11).
   static constexpr auto kDelta = std::chrono::milliseconds(100);
-  // A head scan walks everything a held snapshot keeps, so it is rare: every kHeadScanFirst,
-  // doubling up to kHeadScanAtMost while head scans find nothing the frontiers had passed,
-  // back to kHeadScanFirst when one does, and at once after a lease of this process failed.
+  // Scans behind the frontiers (look-back or head scans) come every kHeadScanFirst, doubling
+  // up to kHeadScanAtMost while they find nothing the frontiers had passed, back to
+  // kHeadScanFirst when one does. A head scan walks everything a held snapshot keeps, so it is
+  // rare: the first two scans, then every kFullHeadScanEvery, and at once after a lease of
+  // this process failed or when the engine asks (head_scan_now).
   static constexpr auto kHeadScanFirst = std::chrono::seconds(5);
-  static constexpr auto kHeadScanAtMost = std::chrono::seconds(60);
+  static constexpr auto kHeadScanAtMost = std::chrono::seconds(10);
+  static constexpr auto kFullHeadScanEvery = std::chrono::minutes(10);
   // Leases remembered per lane; an older one no longer settles or gets settled.
   static constexpr std::size_t kRemembered = 32;
   // How long a lane's frontier is used after the lease it rests on (LaneStart::basis_at); a
@@ -91,12 +107,10 @@ class LeaseFrontier {
   // read from its head after that.
   static constexpr auto kBasisAtMost = std::chrono::minutes(10);
 
-  // The plan for a lease starting at `now`: every lane with a frontier, or none (a head
-  // scan) when one is due.
+  // The plan for a lease starting at `now`: every lane with a frontier, or, when a scan
+  // behind the frontiers is due, the frontiers of two scans ago (look-back) or none (a head
+  // scan).
   LeasePlan plan(std::chrono::steady_clock::time_point now);
-  bool head_scan_due(std::chrono::steady_clock::time_point now) const {
-    return head_scan_due_ || now - last_head_scan_ >= head_scan_every_;
-  }
   // A lease planned by plan() came back at `now` with `report`. The lanes it read are those
   // of the jobs it took and every lane an earlier lease took from: the statement reads every
   // lane the database lists, in priority order, until the batch is full, and lanes are never
@@ -115,12 +129,13 @@ class LeaseFrontier {
   // whose statement started before the rescue (their expiry is their start plus their
   // duration), so a margin of kRescueMargin behind the previous rescue's start covers all
   // but statements that took longer than their lease's duration plus that margin to commit,
-  // and a full rescue every kFullRescueEvery finds those too. Under a held snapshot a rescue
-  // reads the entries of the leases whose expiry fell in that margin and the interval since
-  // the last rescue, a full rescue every entry the snapshot keeps. The database's clock is
+  // and a full rescue every kFullRescueEvery finds those too, that much late at most. Under a
+  // held snapshot a rescue reads the entries of the leases whose expiry fell in that margin
+  // and the interval since the last rescue, a full rescue every entry the snapshot keeps (up
+  // to 6 s after 10 minutes at 35,000 jobs/s, run 38): hence rare. The database's clock is
   // read from the leases' reports.
   static constexpr auto kRescueMargin = std::chrono::seconds(1);
-  static constexpr auto kFullRescueEvery = std::chrono::seconds(60);
+  static constexpr auto kFullRescueEvery = std::chrono::minutes(10);
   std::optional<TimePoint> rescue_plan(std::chrono::steady_clock::time_point now);
   // The rescue planned at `planned` read every expired lease from its start on.
   void rescue_done(std::chrono::steady_clock::time_point planned);
@@ -153,7 +168,11 @@ class LeaseFrontier {
   std::map<int, Lane> lanes_;  // every lane a lease of this process took a job from
   bool head_scan_due_ = true;
   std::chrono::steady_clock::duration head_scan_every_ = kHeadScanFirst;
-  std::chrono::steady_clock::time_point last_head_scan_{};
+  std::chrono::steady_clock::time_point last_head_scan_{};       // of either kind
+  std::chrono::steady_clock::time_point last_full_head_scan_{};  // from the head
+  // The frontiers as they stood when each of the last two scans started, the older first:
+  // where the next look-back scan starts.
+  std::deque<std::vector<LaneStart>> scan_starts_;
   std::optional<std::pair<TimePoint, std::chrono::steady_clock::time_point>> clock_;
   std::optional<TimePoint> rescued_up_to_;  // database time of the last full read's start
   std::chrono::steady_clock::time_point last_full_rescue_{};

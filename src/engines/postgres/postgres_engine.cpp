@@ -327,6 +327,7 @@ class PostgresEngine final : public Engine {
     pg::LeaseReport report;
     report.max_jobs = request.max_jobs;
     report.from_head = plan.from_head;
+    report.look_back = plan.look_back;
     jobs.reserve(static_cast<std::size_t>(rows->size()));
     for (int r = 0; r < rows->size(); ++r) {
       jobs.push_back(pg::read_job(*rows, r));
