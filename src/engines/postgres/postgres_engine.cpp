@@ -126,8 +126,6 @@ Result<EngineSettings> engine_settings(const DatabaseUrl& url, const pg::Connect
   return settings;
 }
 
-// Distinct lease batch sizes that get a statement (and a cached plan) of their own.
-constexpr std::size_t kLeaseLimits = 32;
 // Rows per statement of a rescue or a purge, so that each stays short.
 constexpr int kRescueBatch = 5000;
 constexpr int kPurgeBatch = 5000;
@@ -256,18 +254,16 @@ class PostgresEngine final : public Engine {
     probe_horizon_when_due();
     if (mode_.lanes()) return lease_lanes(request);
     const ArrayParam tokens = fresh_tokens(request.max_jobs);
-    const pg::Statement* statement = lease_statement(request.max_jobs);
     using S = pg::sql::lease;
-    Params params(statement->param_count);
+    Params params(S::param_count);
     params.text(S::queue, request.queue)
         .text(S::worker, sanitize_utf8(request.worker_id))
         .int8(S::lease_us, request.lease_duration.count())
-        .array(S::tokens, tokens);
-    // The statement with LIMIT $N; the others have the number in their text instead.
-    if (statement == &sql_.lease) params.int4(S::max_jobs, request.max_jobs);
+        .array(S::tokens, tokens)
+        .int4(S::max_jobs, request.max_jobs);
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
-    auto rows = (*c)->exec(*statement, params);
+    auto rows = (*c)->exec(sql_.lease, params);
     if (!rows) {
       // Its locks are gone: should the lanes be on by now, rows it held may lie behind their
       // frontiers.
@@ -1134,17 +1130,6 @@ class PostgresEngine final : public Engine {
     return rows->int4(0, 0);
   }
 
-  // The lease statement for max_jobs: one with the number in its text (a plan PostgreSQL
-  // caches) for the first kLeaseLimits distinct values seen, the one with LIMIT $N (planned
-  // on every call) beyond, so that a caller with ever-changing batch sizes cannot make each
-  // connection prepare thousands of statements.
-  const pg::Statement* lease_statement(int max_jobs) {
-    std::lock_guard lock(lease_mu_);
-    if (auto it = lease_by_limit_.find(max_jobs); it != lease_by_limit_.end()) return &it->second;
-    if (lease_by_limit_.size() >= kLeaseLimits) return &sql_.lease;
-    return &lease_by_limit_.emplace(max_jobs, sql_.lease_with_limit(max_jobs)).first->second;
-  }
-
   // Runs a fenced statement whose rows are the (id, token) of the refs that matched.
   // A re-sent call (after a dropped connection left the first one's outcome unknown)
   // matches nothing if the first one committed: see complete in sql/statements.sql.
@@ -1327,10 +1312,6 @@ class PostgresEngine final : public Engine {
   const pg::SchemaName schema_;
   const Duration poll_interval_;  // used when the listener polls()
   const pg::Sql sql_;
-  // Lease statements by LIMIT (see lease_statement); map nodes are stable, so the pointers
-  // handed out stay valid. Guarded by lease_mu_.
-  std::mutex lease_mu_;
-  std::map<int, pg::Statement> lease_by_limit_;
   // Where this process' next lease of each queue starts in each lane. Guarded by
   // frontiers_mu_.
   std::mutex frontiers_mu_;

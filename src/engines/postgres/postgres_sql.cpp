@@ -3,8 +3,6 @@
 // that the migrations install.
 #include "engines/postgres/postgres_sql.hpp"
 
-#include <stdexcept>
-
 namespace readpast::detail::pg {
 namespace {
 
@@ -48,13 +46,6 @@ std::vector<std::string> expand_migrations(const SchemaName& schema) {
   for (const char* script : sql::migrations) scripts.push_back(expand(script, schema));
   return scripts;
 }
-
-// The lease's LIMIT parameter as it stands in the text; the last parameter, so that a
-// number can take its place without leaving a gap in $1..$N.
-static_assert(sql::lease::max_jobs == sql::lease::param_count);
-// (Built by append: GCC 12 at -O3 warns falsely, -Wrestrict, on a literal + std::string.)
-const std::string kLeaseLimit =
-    std::string("$").append(std::to_string(sql::lease::max_jobs)).append("::integer");
 
 bool is_alnum(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
@@ -102,8 +93,7 @@ Sql::Sql(const SchemaName& schema)
       enqueue_many(make<sql::enqueue_many>("enqueue_many", schema)),
       enqueue_uniform(make<sql::enqueue_uniform>("enqueue_uniform", schema)),
       enqueue(make<sql::enqueue>("enqueue", schema)),
-      lease_text_(expand(sql::lease::text, schema)),
-      lease(Statement{"readpast_lease", lease_text_, sql::lease::param_count, true}),
+      lease(make<sql::lease>("lease", schema)),
       lease_lanes(make<sql::lease_lanes>("lease_lanes", schema)),
       horizon(make<sql::horizon>("horizon", schema)),
       complete(make<sql::complete>("complete", schema)),
@@ -180,16 +170,5 @@ Sql::Sql(const SchemaName& schema)
       set_window_job(make<sql::set_window_job>("set_window_job", schema)),
       forget_closed_windows(make<sql::forget_closed_windows>("forget_closed_windows", schema)),
       migrations(expand_migrations(schema)) {}
-
-Statement Sql::lease_with_limit(int max_jobs) const {
-  const std::string limit = std::to_string(max_jobs);
-  std::string text = lease_text_;
-  const auto at = text.find(kLeaseLimit);
-  if (at == std::string::npos || text.find(kLeaseLimit, at + 1) != std::string::npos) {
-    throw std::logic_error("the lease statement must use " + kLeaseLimit + " exactly once");
-  }
-  text.replace(at, kLeaseLimit.size(), limit);
-  return Statement{"readpast_lease_" + limit, std::move(text), sql::lease::param_count - 1, true};
-}
 
 }  // namespace readpast::detail::pg

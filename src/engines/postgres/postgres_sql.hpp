@@ -60,16 +60,7 @@ struct Sql {
   Statement enqueue_many;
   Statement enqueue_uniform;
   Statement enqueue;
-
- private:
-  std::string lease_text_;  // declared before `lease`, which is built from it
-
- public:
-  // LIMIT $5 (planned on every call); lease_with_limit(n) is the same statement with n written
-  // in place of $5, and one parameter fewer: PostgreSQL caches a plan for it
-  // (sql/statements.sql, lease, says why). The number is formatted from an int, never text.
   Statement lease;
-  Statement lease_with_limit(int max_jobs) const;
   // The lease and the probe of LeaseMode (lease_mode.hpp) while a snapshot is held.
   Statement lease_lanes;
   Statement horizon;

@@ -136,75 +136,34 @@ LEFT JOIN LATERAL (
 ORDER BY i.ord;
 
 -- name: lease
--- The lease: ONE statement. The inner query walks jobs_lease_idx in hand-out order and locks
--- up to max_jobs rows, skipping rows that another transaction has locked (another worker leasing or
--- settling them) instead of waiting for it. Under READ COMMITTED, FOR UPDATE re-checks the
--- WHERE clause against the newest version of each row it locks, so a row that another
--- worker leased (and committed) after this statement's snapshot is not taken again. The
--- UPDATE then changes exactly the rows this statement holds locks on; it repeats the state
--- test only as a second line of defence. RETURNING order is unspecified: the engine sorts.
+-- The lease: ONE statement, lease_head() (migration 13), whose settings pin its plan. It walks
+-- jobs_lease_idx in hand-out order and locks up to max_jobs rows, skipping rows that another
+-- transaction has locked (another worker leasing or settling them) instead of waiting for it.
+-- Under READ COMMITTED, FOR UPDATE re-checks the WHERE clause against the newest version of
+-- each row it locks, so a row that another worker leased (and committed) after this
+-- statement's snapshot is not taken again. The UPDATE then changes exactly the rows this
+-- statement holds locks on; it repeats the state test only as a second line of defence.
+-- RETURNING order is unspecified: the engine sorts.
 --
--- The uncorrelated min() is evaluated once, before the walk, as a probe of jobs_due_idx:
--- when no job is due it stops the statement at once, instead of walking past every
--- scheduled job. It is a min() and not an EXISTS because PostgreSQL always plans min() over
--- an index as an ordered index scan that stops at its first live entry, while an EXISTS was
--- planned as a sequential scan whenever the statistics promised an early match (a freshly
--- analysed queue of available jobs) — a scan that then stepped over every dead row version
--- at the head of the table, so that each lease of a long drain cost more than the last.
+-- It is a function so that no statistics can change how it reads: with those of a queue that
+-- was nearly empty when last analysed, a plain statement sorted the whole backlog on every
+-- lease (docs/benchmarks.md, run 39). Inside it:
+--   - The first entry of jobs_due_idx is read once, before the walk: when no job is due it
+--     stops the statement at once, instead of walking past every scheduled job.
+--   - The NOT EXISTS (one probe of the queues table's primary key) hands out nothing of a
+--     paused queue, nor of one with limits (lease_limited serves those; same row, same cost).
+--   - The update's state test is written `(j.state || '')` so that it matches no partial
+--     index, and `j.id = ANY (ARRAY(SELECT …))` repeats the join condition, so that the rows to
+--     update are found by one probe of the primary key each (docs/postgres.md).
+--   - Its plan is generic, planned once per session: the batch size is a parameter.
 --
 -- Lease tokens come from the caller (:tokens, 128 random bits per job the lease may take, from
 -- the operating system's random source: LeaseToken in core) and are handed out in pick
--- order (row_number).
--- Generating them in the server (new_lease_token(): two gen_random_uuid() and a SHA-256)
--- cost about 12 µs per job, more than the rest of the lease.
---
--- :max_jobs is numbered last so that the engine can write a number in its place (see
--- Sql::lease_with_limit, postgres_sql.hpp): with LIMIT $5, PostgreSQL's generic plan
--- assumes a tenth of the table is taken and turns the UPDATE into a hash join over a
--- sequential scan, so it never uses that plan and plans the statement anew on every call
--- (~0.2 ms, as much as running it); with a literal LIMIT it caches a plan after five calls.
---
--- The NOT EXISTS (one probe of the queues table's primary key) hands out nothing of a
--- paused queue, nor of one with limits (lease_limited serves those; same row, same cost).
---
--- The update's state test is written `(j.state || '')` so that it matches no partial index:
--- `j.state = 'available'` matches jobs_due_idx's condition, and with statistics that count
--- few live rows in many pages (a held snapshot; a backlog's vacuum, complete says when) the
--- planner found the rows to update by walking all of jobs_due_idx (docs/benchmarks.md, run 36).
---
--- `j.id = ANY (ARRAY(SELECT …))` repeats the join condition so that the rows to update are
--- found by one probe of the primary key each: with a literal LIMIT of a few hundred the
--- planner otherwise joins `picked` to a sequential scan of the whole table (a hash join,
--- cheaper in its cost model while the table holds a few thousand pages), and a lease of 500
--- jobs from a queue of 20,000 spent half its time reading every row (docs/postgres.md).
+-- order. Generating them in the server (new_lease_token(): two gen_random_uuid() and a
+-- SHA-256) cost about 12 µs per job, more than the rest of the lease.
 -- params: queue, worker, lease_us, tokens, max_jobs
-WITH picked AS (
-  SELECT p.id, row_number() OVER () AS n FROM (
-    SELECT j.id FROM :"schema".live j
-    WHERE j.queue = :queue::text AND j.state = 'available' AND j.run_at <= statement_timestamp()
-      AND (SELECT min(d.run_at) FROM :"schema".live d
-           WHERE d.queue = :queue::text AND d.state = 'available') <= statement_timestamp()
-      AND NOT EXISTS (SELECT 1 FROM :"schema".queues q
-                      WHERE q.name = :queue::text AND (q.paused_at IS NOT NULL
-                        OR q.running_limit IS NOT NULL OR q.rate_count IS NOT NULL))
-    ORDER BY j.priority, j.run_at, j.id
-    LIMIT :max_jobs::integer
-    FOR UPDATE SKIP LOCKED
-  ) p
-)
-UPDATE :"schema".live j
-SET state = 'running',
-    attempts = j.attempts + 1,
-    lease_token = (:tokens::uuid[])[picked.n::integer],
-    leased_by = :worker::text,
-    lease_expires_at = statement_timestamp() + :lease_us::bigint * interval '1 microsecond',
-    started_at = statement_timestamp()
-FROM picked
-WHERE j.id = ANY (ARRAY(SELECT x.id FROM picked x)) AND j.id = picked.id
-  AND (j.state || '') = 'available'
-RETURNING j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts, j.lease_token,
-          j.leased_by, j.lease_expires_at, j.enqueued_at, j.started_at, j.finished_at,
-          j.unique_key, j.last_error, j.payload;
+SELECT * FROM :"schema".lease_head(:queue::text, :worker::text, :lease_us::bigint,
+                                   :tokens::uuid[], :max_jobs::integer);
 
 -- name: lease_lanes
 -- The lease while another session holds an old snapshot (src/engines/postgres/lease_mode.hpp
