@@ -5,7 +5,8 @@
 #   B=<readpast_bench of this commit> bash docs/bench-results/2026-11-28/run37/run37.sh
 # Each held run is a throwaway cluster (bench/pg_throwaway.sh) with auto_explain logging every
 # statement slower than 250 ms, so that a plan the hold flips shows in its log; the count of
-# such statements is printed after each run. About 12.5 minutes per run.
+# such statements is printed after each run. About 12.5 minutes per run. EXTRA_CONF: more lines
+# for postgresql.conf (run 39 logs autovacuum with it).
 # The clean A/B of the drains (ab-clean-drains.txt, 7 rounds) is
 #   A=<readpast_bench of main before> B=<this one> \
 #     bash docs/bench-results/2026-11-28/run33/ab_drain.sh postgresql://postgres@127.0.0.1:25443 OUT 7
@@ -24,6 +25,7 @@ auto_explain.log_analyze = on
 auto_explain.log_timing = off
 auto_explain.log_buffers = on
 auto_explain.log_nested_statements = on
+${EXTRA_CONF:-}
 CONF
     psql -XAtq "$URL" -c "SELECT pg_reload_conf()" >/dev/null
     "$B" run --engine postgres --pg-url "$URL" --suites snapshot --systems readpast \
