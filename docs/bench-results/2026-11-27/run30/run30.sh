@@ -3,6 +3,7 @@
 # graphile-worker's, A and B alternating, each run on a fresh cluster of the peer harness
 # (shared/peers, run-all.sh with BENCH_PARTS="graphile extra").
 #   A=<readpast_bench> B=<readpast_bench> bash docs/bench-results/2026-11-27/run30/run30.sh [OUT] [ROUNDS]
+# With SWAP=1 the order of A and B alternates between rounds (A first in the first round).
 # A: built at the commit of this run's section; B: the same with worker-settling-slots.patch
 # applied (git apply), both configured as scripts/test.sh's strict configuration with
 # -DREADPAST_BUILD_BENCH=ON.
@@ -19,7 +20,9 @@ trap 'rm -rf "$WORK"' EXIT
 cp -r "$PEERS_DIR/." "$WORK/" && chmod -R u+w "$WORK"
 (cd "$WORK/node" && npm ci --no-audit --no-fund >/dev/null 2>&1)
 for round in $(seq 1 "$ROUNDS"); do
-  for side in A B; do
+  # SWAP=1 (run 39): B first in even rounds, so that neither side always runs second.
+  order="A B"; [ -n "${SWAP:-}" ] && (( round % 2 == 0 )) && order="B A"
+  for side in $order; do
     echo "[run30 $(date -u +%H:%M:%S)] round $round $side" >&2
     (cd "$WORK" && READPAST_BENCH=${!side} BENCH_EXTRA_DIR=$ROOT/bench/peers/extra.d \
       READPAST_HARNESS_PARTS=drain BENCH_PARTS="graphile extra" \
