@@ -293,14 +293,40 @@ TEST_F(LeaseFrontierTest, AJobThatAppearsBehindTheFrontiersUnannouncedIsHandedOu
   EXPECT_TRUE(handed_out) << "the job behind the frontiers was not handed out";
 }
 
+// Turns on track_functions in the database of `db`, for lease_lanes_calls.
+void count_function_calls(SqlConnection& db) {
+  db.exec(
+      "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET track_functions = ''pl''', "
+      "current_database()); END $$");
+}
+
+// Calls of lease_lanes in the database of `db` that the sessions have reported so far.
+long long lease_lanes_calls_reported(SqlConnection& db) {
+  db.exec("SELECT pg_stat_clear_snapshot()");
+  return std::stoll(
+      db.scalar("SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions "
+                "WHERE schemaname = 'readpast' AND funcname = 'lease_lanes'"));
+}
+
+// The same, once every session has reported them: a backend reports its counts a second or so
+// after it goes idle, so the count is read until it stands still.
+long long lease_lanes_calls(SqlConnection& db) {
+  long long last = -1;
+  for (int i = 0; i < 12; ++i) {
+    std::this_thread::sleep_for(1500ms);
+    const long long now = lease_lanes_calls_reported(db);
+    if (now == last) return now;
+    last = now;
+  }
+  return last;
+}
+
 // The default, lease_lanes=auto: from the head while nothing holds vacuum back, lane by lane
 // (the function lease_lanes, counted by track_functions) once another session's snapshot has
 // stood for a second with a thousand transactions since, and from the head again once it ends.
 TEST_F(LeaseFrontierTest, LeasesTurnToTheLanesWhileAnotherSessionHoldsAnOldSnapshotAndBackAfter) {
   SqlConnection db = sql();
-  db.exec(
-      "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET track_functions = ''pl''', "
-      "current_database()); END $$");
+  count_function_calls(db);
   Queue queue = PostgresTest::open();
   std::vector<NewJob> jobs(20000, job("q"));
   must(queue.enqueue_batch(jobs));
@@ -320,21 +346,7 @@ TEST_F(LeaseFrontierTest, LeasesTurnToTheLanesWhileAnotherSessionHoldsAnOldSnaps
       std::this_thread::sleep_for(10ms);
     }
   };
-  // Calls of lease_lanes, once every session has reported them: a backend reports its counts
-  // a second or so after it goes idle, so the count is read until it stands still.
-  auto lanes_calls = [&] {
-    long long last = -1;
-    for (int i = 0; i < 12; ++i) {
-      std::this_thread::sleep_for(1500ms);
-      db.exec("SELECT pg_stat_clear_snapshot()");
-      const long long now =
-          std::stoll(db.scalar("SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions "
-                               "WHERE schemaname = 'readpast' AND funcname = 'lease_lanes'"));
-      if (now == last) return now;
-      last = now;
-    }
-    return last;
-  };
+  auto lanes_calls = [&] { return lease_lanes_calls(db); };
   work(1500ms);
   EXPECT_EQ(lanes_calls(), 0) << "leased lane by lane with nothing held";
 
@@ -353,6 +365,36 @@ TEST_F(LeaseFrontierTest, LeasesTurnToTheLanesWhileAnotherSessionHoldsAnOldSnaps
   // At most the one lease from the head that found the head short, should its backend have
   // reported it late.
   EXPECT_LE(lanes_calls() - after_hold, 1) << "still leasing lane by lane after the holder ended";
+}
+
+// The default again, with nothing held: a lease from the head that walks far past entries of
+// jobs already gone (here 70,000, deleted, and no vacuum since) turns the process to the lanes,
+// which start past them; every job is still handed out once, in order.
+TEST_F(LeaseFrontierTest, LeasesTurnToTheLanesWhenTheHeadIsLongWithNothingHeld) {
+  SqlConnection db = sql();
+  count_function_calls(db);
+  db.exec("ALTER TABLE readpast.live SET (autovacuum_enabled = off)");
+  Queue queue = PostgresTest::open();
+  std::vector<NewJob> jobs(80000, job("q"));
+  must(queue.enqueue_batch(jobs));
+  db.exec("SET session_replication_role = replica");  // no triggers: only the rows go
+  db.exec(
+      "DELETE FROM readpast.live WHERE id IN "
+      "(SELECT id FROM readpast.live ORDER BY id LIMIT 70000)");
+  std::vector<JobId> left;
+  for (const auto& row : db.query("SELECT id FROM readpast.live ORDER BY id")) {
+    left.push_back(std::stoll(*row[0]));
+  }
+  ASSERT_EQ(left.size(), 10000u);
+  EXPECT_EQ(drain(queue, "q", 50), left) << "not every job once, in order";
+  // 200 leases of 50; a backend reports its counts when it goes idle, or up to 10 s later when
+  // it reported within the last second, so the count is read until it gets there.
+  long long calls = 0;
+  for (int i = 0; i < 30 && calls < 150; ++i) {
+    std::this_thread::sleep_for(1s);
+    calls = lease_lanes_calls_reported(db);
+  }
+  EXPECT_GE(calls, 150) << "leased from the long head to the end";
 }
 
 // The bookkeeping alone: reports as the lease statement would give them.

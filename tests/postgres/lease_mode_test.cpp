@@ -69,6 +69,49 @@ TEST(LeaseMode, AHolderThatComesBackBeforeTheHeadIsShortKeepsTheLanesOn) {
   EXPECT_TRUE(mode.lanes()) << "a short head scan under a new hold turned the lanes off";
 }
 
+TEST(LeaseMode, TurnsOnForALongHeadAndTriesTheHeadAgainLater) {
+  LeaseMode mode(LeaseLanes::kAuto);
+  EXPECT_EQ(mode.head_walked(LeaseMode::kLongHeadPages, 1, t0), Change::kNone);
+  EXPECT_EQ(mode.head_walked(LeaseMode::kLongHeadPages + 1000 / 64, 1000, t0), Change::kNone)
+      << "a large batch's own pages counted as a long head";
+  EXPECT_FALSE(mode.lanes());
+  EXPECT_EQ(mode.head_walked(LeaseMode::kLongHeadPages + 1, 1, t0), Change::kOn);
+  EXPECT_TRUE(mode.lanes());
+  EXPECT_EQ(mode.head_walked(5000, 1, t0 + 1s), Change::kNone) << "already on";
+  // Nothing is held: the probe turns the lanes off once kLongHeadFor has passed since it
+  // turned them on, and the next long head turns them on again.
+  EXPECT_EQ(mode.observe(0, std::nullopt, t0 + LeaseMode::kLongHeadFor - 1ms), Change::kNone);
+  EXPECT_TRUE(mode.lanes());
+  EXPECT_EQ(mode.observe(0, std::nullopt, t0 + LeaseMode::kLongHeadFor), Change::kNone);
+  EXPECT_FALSE(mode.lanes());
+  EXPECT_EQ(mode.head_walked(2000, 1, t0 + LeaseMode::kLongHeadFor + 1s), Change::kOn);
+  EXPECT_TRUE(mode.lanes());
+}
+
+TEST(LeaseMode, AHoldKeepsTheLanesOnPastTheLongHeadsTimeAndALongHeadPastTheHold) {
+  LeaseMode mode(LeaseLanes::kAuto);
+  ASSERT_EQ(mode.head_walked(1000, 1, t0), Change::kOn);
+  EXPECT_EQ(mode.observe(5000, 42, t0 + 1s), Change::kNone);
+  EXPECT_EQ(mode.observe(5000, 42, t0 + 2s), Change::kNone) << "on already, frontiers kept";
+  EXPECT_EQ(mode.observe(9000, 42, t0 + LeaseMode::kLongHeadFor + 1s), Change::kNone);
+  EXPECT_TRUE(mode.lanes()) << "the long head's time ended the lanes under a hold";
+  // The holder ends and the head is short: off.
+  EXPECT_EQ(mode.observe(3, 9000, t0 + LeaseMode::kLongHeadFor + 2s), Change::kYoung);
+  mode.head_scan_took(t0 + LeaseMode::kLongHeadFor + 3s, 1ms);
+  EXPECT_FALSE(mode.lanes());
+
+  // A long head found while the lanes were off stays on for its time after a hold ends.
+  LeaseMode other(LeaseLanes::kAuto);
+  other.observe(5000, 42, t0);
+  ASSERT_EQ(other.observe(5000, 42, t0 + 1s), Change::kOn);
+  ASSERT_EQ(other.observe(3, 9000, t0 + 2s), Change::kYoung);
+  EXPECT_EQ(other.head_walked(1000, 1, t0 + 2500ms), Change::kNone) << "on already";
+  other.head_scan_took(t0 + 3s, 1ms);
+  EXPECT_TRUE(other.lanes()) << "a short head scan ended the lanes a long head turned on";
+  other.observe(3, 9100, t0 + 2500ms + LeaseMode::kLongHeadFor);
+  EXPECT_FALSE(other.lanes());
+}
+
 TEST(LeaseMode, AlwaysAndNeverDoNotProbe) {
   LeaseMode always(LeaseLanes::kAlways), never(LeaseLanes::kNever);
   EXPECT_TRUE(always.lanes());
@@ -77,6 +120,8 @@ TEST(LeaseMode, AlwaysAndNeverDoNotProbe) {
   EXPECT_FALSE(never.claim_probe(t0));
   always.head_scan_took(t0, 1ms);
   EXPECT_TRUE(always.lanes());
+  EXPECT_EQ(never.head_walked(100000, 1, t0), Change::kNone);
+  EXPECT_FALSE(never.lanes());
 }
 
 TEST(LeaseMode, OneCallerProbesPerInterval) {

@@ -27,17 +27,19 @@ LeaseMode::Change LeaseMode::observe(std::int64_t age, std::optional<std::int64_
     oldest_ = xmin;
     oldest_since_ = now;
   }
-  const bool on = lanes_.load(std::memory_order_relaxed);
+  // Time to try the head again: its first lease says whether vacuum has shortened it.
+  if (long_head_since_ && now - *long_head_since_ >= kLongHeadFor) long_head_since_.reset();
   if (age < kHeldAge || !xmin) {
-    if (!on || young_since_) return Change::kNone;
-    young_since_ = now;
-    clean_head_seen_ = false;
-    return Change::kYoung;  // turned off by the first short head scan from now on
+    if (held_ && !young_since_) {
+      young_since_ = now;
+      clean_head_seen_ = false;
+      return Change::kYoung;  // turned off by the first short head scan from now on
+    }
+    return publish();
   }
   young_since_.reset();
-  if (on || now - oldest_since_ < kHeldFor) return Change::kNone;
-  lanes_.store(true, std::memory_order_relaxed);
-  return Change::kOn;
+  if (now - oldest_since_ >= kHeldFor) held_ = true;
+  return publish();
 }
 
 void LeaseMode::head_scan_took(std::chrono::steady_clock::time_point start,
@@ -47,10 +49,29 @@ void LeaseMode::head_scan_took(std::chrono::steady_clock::time_point start,
   turn_off_when_clean();
 }
 
+LeaseMode::Change LeaseMode::head_walked(std::int64_t pages, int max_jobs,
+                                         std::chrono::steady_clock::time_point now) {
+  // A batch's own entries fill a page per hundred or so; 64 a page leaves room.
+  if (setting_ != LeaseLanes::kAuto || pages <= kLongHeadPages + max_jobs / 64) {
+    return Change::kNone;
+  }
+  std::lock_guard lock(mu_);
+  if (!long_head_since_) long_head_since_ = now;
+  return publish();
+}
+
 void LeaseMode::turn_off_when_clean() {
   if (setting_ != LeaseLanes::kAuto || !young_since_ || !clean_head_seen_) return;
   young_since_.reset();
-  lanes_.store(false, std::memory_order_relaxed);
+  held_ = false;
+  publish();
+}
+
+LeaseMode::Change LeaseMode::publish() {
+  if (setting_ != LeaseLanes::kAuto) return Change::kNone;
+  const bool on = held_ || long_head_since_.has_value();
+  const bool was = lanes_.exchange(on, std::memory_order_relaxed);
+  return on && !was ? Change::kOn : Change::kNone;
 }
 
 }  // namespace readpast::detail::pg

@@ -18,6 +18,16 @@
 //     and a lease from the head that started after that took less than kCleanHeadScan: until
 //     vacuum has removed what the hold kept, the head is as long as it was (run 37: 250 jobs/s
 //     for the first minute after a 10-minute hold, with leases from the head at once).
+// The head grows without a hold too: entries of jobs leased are marked dead by the scans that
+// pass them, but stay in their pages until vacuum, which autovacuum runs about once a minute.
+// While a backlog drains, leases from the head read more pages each second (run 39: the clean
+// backlog regime fell from 37,600 to 13,200 jobs/s each minute, where the lanes held 40,000).
+// So the engine also leases from lanes for kLongHeadFor once a lease from the head read more
+// than kLongHeadPages pages of the two indexes it walks (sql/statements.sql, lease) beyond
+// the batch's own, then tries the head again. That many pages hold some 30,000 dead entries
+// and cost a lease about 0.15 ms (run 40): several times what a lease by lane costs more than
+// one from a clean head, and more than a short drain of a fresh queue leaves (the peer
+// harness' 20,000 jobs: about 175 pages at its end).
 // Rescue and the probe of when the next job is due start from the frontiers too while the
 // lanes are on. The settles are the same in both modes (sql/statements.sql, complete).
 //
@@ -47,6 +57,8 @@ class LeaseMode {
   static constexpr auto kHeldFor = std::chrono::seconds(1);
   static constexpr std::int64_t kHeldAge = 1000;
   static constexpr auto kCleanHeadScan = std::chrono::milliseconds(50);
+  static constexpr std::int64_t kLongHeadPages = 256;
+  static constexpr auto kLongHeadFor = std::chrono::seconds(30);
 
   explicit LeaseMode(LeaseLanes setting)
       : setting_(setting), lanes_(setting == LeaseLanes::kAlways) {}
@@ -58,9 +70,10 @@ class LeaseMode {
   // otherwise.
   bool claim_probe(std::chrono::steady_clock::time_point now);
 
-  // What observe() changed: the lanes turned on (the caller starts the lanes' frontiers afresh,
-  // their leases from the head first), or the holder ended while they are on (the caller
-  // makes a head scan due, whose time says whether the head is short again).
+  // What observe() or head_walked() changed: the lanes turned on (the caller starts the lanes'
+  // frontiers afresh, their leases from the head first), or the holder ended while they are on
+  // for a hold (the caller makes a head scan due, whose time says whether the head is short
+  // again).
   enum class Change { kNone, kOn, kYoung };
   // What the probe read at `now`: the oldest snapshot's age in transactions and its xmin
   // (nullopt: none).
@@ -72,19 +85,31 @@ class LeaseMode {
   void head_scan_took(std::chrono::steady_clock::time_point start,
                       std::chrono::steady_clock::duration took);
 
+  // A lease from the head of up to `max_jobs` jobs (sql/statements.sql, lease) read `pages`
+  // pages of its indexes, at `now`.
+  Change head_walked(std::int64_t pages, int max_jobs, std::chrono::steady_clock::time_point now);
+
  private:
   const LeaseLanes setting_;
+  // held_ || long_head_since_ (or kAlways), for lanes() to read without the lock.
   std::atomic<bool> lanes_;
   std::atomic<std::chrono::steady_clock::rep> next_probe_{0};
   // The oldest snapshot seen and since when it has been the oldest. Guarded by mu_.
   std::mutex mu_;
   std::optional<std::int64_t> oldest_;
   std::chrono::steady_clock::time_point oldest_since_{};
-  // Since when the lanes are on with the oldest snapshot young again (nullopt: held, or off).
+  // Whether the lanes are on for a held snapshot.
+  bool held_ = false;
+  // Since when the lanes are on for a long head (nullopt: not for that).
+  std::optional<std::chrono::steady_clock::time_point> long_head_since_;
+  // Since when the lanes are on for a hold with the oldest snapshot young again (nullopt: held,
+  // or off).
   std::optional<std::chrono::steady_clock::time_point> young_since_;
   // Whether a head scan that started since young_since_ was short.
   bool clean_head_seen_ = false;
   void turn_off_when_clean();  // under mu_
+  // Stores held_ || long_head_since_ in lanes_ and says whether they turned on. Under mu_.
+  Change publish();
 };
 
 }  // namespace readpast::detail::pg

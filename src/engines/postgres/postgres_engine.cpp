@@ -270,12 +270,20 @@ class PostgresEngine final : public Engine {
       with_frontier(request.queue, [](pg::LeaseFrontier& f) { f.lease_failed(); });
       return fail_with(rows.error());
     }
+    // The jobs, then one row without an id: the pages the lease walked (sql/statements.sql).
+    const int taken = rows->size() - 1;
+    if (taken < 0 || !rows->is_null(taken, 0)) {
+      return fail_with(Error::internal("the lease returned no row of its walk"));
+    }
+    constexpr int kWalkedPages = 16;  // after the job's 16 columns
+    act_on(mode_.head_walked(rows->optional_int8(taken, kWalkedPages).value_or(0), request.max_jobs,
+                             std::chrono::steady_clock::now()));
     // Full: more jobs may wait than this lease took, announced by one notification that
     // woke only this caller (pg_listener.hpp). Pass the wake-up on.
-    if (rows->size() == request.max_jobs) listener_.wake_one(request.queue);
+    if (taken == request.max_jobs) listener_.wake_one(request.queue);
     std::vector<Job> jobs;
-    jobs.reserve(static_cast<std::size_t>(rows->size()));
-    for (int r = 0; r < rows->size(); ++r) jobs.push_back(pg::read_job(*rows, r));
+    jobs.reserve(static_cast<std::size_t>(taken));
+    for (int r = 0; r < taken; ++r) jobs.push_back(pg::read_job(*rows, r));
     sort_in_handout_order(jobs);
     return jobs;
   }
@@ -347,9 +355,15 @@ class PostgresEngine final : public Engine {
     if (!mode_.claim_probe(now)) return;
     auto rows = exec(sql_.horizon, Params(pg::sql::horizon::param_count));
     if (!rows || rows->size() != 1) return;
-    switch (mode_.observe(rows->int8(0, 0), rows->optional_int8(0, 1), now)) {
+    act_on(mode_.observe(rows->int8(0, 0), rows->optional_int8(0, 1), now));
+  }
+
+  // Does what a change of LeaseMode asks of the frontiers.
+  void act_on(pg::LeaseMode::Change change) {
+    switch (change) {
       case pg::LeaseMode::Change::kOn: {
-        // Frontiers from an earlier hold are not kept: the lanes start from their heads.
+        // Frontiers from an earlier time on the lanes are not kept: the lanes start from their
+        // heads.
         std::lock_guard lock(frontiers_mu_);
         frontiers_.clear();
         break;

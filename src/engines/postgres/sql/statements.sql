@@ -136,9 +136,10 @@ LEFT JOIN LATERAL (
 ORDER BY i.ord;
 
 -- name: lease
--- The lease: ONE statement, lease_head() (migration 13), whose settings pin its plan. It walks
--- jobs_lease_idx in hand-out order and locks up to max_jobs rows, skipping rows that another
--- transaction has locked (another worker leasing or settling them) instead of waiting for it.
+-- The lease: ONE statement, lease_head_walk() (migrations 13 and 14), whose settings pin its
+-- plan. It walks jobs_lease_idx in hand-out order and locks up to max_jobs rows, skipping rows
+-- that another transaction has locked (another worker leasing or settling them) instead of
+-- waiting for it.
 -- Under READ COMMITTED, FOR UPDATE re-checks the WHERE clause against the newest version of
 -- each row it locks, so a row that another worker leased (and committed) after this
 -- statement's snapshot is not taken again. The UPDATE then changes exactly the rows this
@@ -156,14 +157,17 @@ ORDER BY i.ord;
 --     index, and `j.id = ANY (ARRAY(SELECT …))` repeats the join condition, so that the rows to
 --     update are found by one probe of the primary key each (docs/postgres.md).
 --   - Its plan is generic, planned once per session: the batch size is a parameter.
+--   - After the jobs comes one row whose id is null: walked_pages, the pages of jobs_lease_idx
+--     and jobs_due_idx the call read, by which the engine turns to the lanes when the head is
+--     long (src/engines/postgres/lease_mode.hpp).
 --
 -- Lease tokens come from the caller (:tokens, 128 random bits per job the lease may take, from
 -- the operating system's random source: LeaseToken in core) and are handed out in pick
 -- order. Generating them in the server (new_lease_token(): two gen_random_uuid() and a
 -- SHA-256) cost about 12 µs per job, more than the rest of the lease.
 -- params: queue, worker, lease_us, tokens, max_jobs
-SELECT * FROM :"schema".lease_head(:queue::text, :worker::text, :lease_us::bigint,
-                                   :tokens::uuid[], :max_jobs::integer);
+SELECT * FROM :"schema".lease_head_walk(:queue::text, :worker::text, :lease_us::bigint,
+                                        :tokens::uuid[], :max_jobs::integer);
 
 -- name: lease_lanes
 -- The lease while another session holds an old snapshot (src/engines/postgres/lease_mode.hpp
