@@ -54,7 +54,7 @@ std::string plan_of(SqlConnection& db, const std::string& sql, const std::vector
 }
 
 // The plans of every statement one call runs, those inside functions included (the lease is
-// lease_head(), whose plan EXPLAIN of the call does not show): auto_explain's, which a
+// lease_head_walk(), whose plan EXPLAIN of the call does not show): auto_explain's, which a
 // session at client_min_messages = log receives as notices.
 class NestedPlans {
  public:
@@ -90,7 +90,7 @@ TEST_F(EngineTest, EveryHotPathUsesItsPartialIndex) {
   db.exec("SET enable_seqscan = off");
   const auto schema = must(detail::pg::SchemaName::parse("readpast"));
   const detail::pg::Sql sql(schema);
-  // The lease, in lease_head(): $1 queue, $2 worker, $3 lease in µs, $4 tokens, $5 batch.
+  // The lease, in lease_head_walk(): $1 queue, $2 worker, $3 lease in µs, $4 tokens, $5 batch.
   NestedPlans plans(url());
   const std::string lease = plans.of(sql.lease.sql, {"q", "w", "30000000", "{}", "10"});
   EXPECT_NE(lease.find("Index Scan using jobs_lease_idx"), std::string::npos) << lease;

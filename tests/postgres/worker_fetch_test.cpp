@@ -16,11 +16,11 @@ namespace {
 
 class WorkerFetchTest : public PostgresTest {};
 
-// The worker's leases (calls of lease_head(), sql/statements.sql) that wait for a lock.
+// The worker's leases (calls of lease_head_walk(), sql/statements.sql) that wait for a lock.
 int leases_waiting_for_a_lock(SqlConnection& watcher) {
   return std::stoi(
       watcher.scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                     "AND wait_event_type = 'Lock' AND query LIKE '%lease_head(%'"));
+                     "AND wait_event_type = 'Lock' AND query LIKE '%lease_head_walk(%'"));
 }
 
 TEST_F(WorkerFetchTest, WithPrefetchASecondLeaseIsInFlightBesideTheFirst) {
