@@ -234,6 +234,31 @@ TEST_F(EngineTest, ALeaseWalksTheQueueInOrderWhateverTheStatisticsSay) {
   for (std::size_t i = 0; i < leased.size(); ++i) EXPECT_EQ(std::to_string(leased[i].id), first[i]);
 }
 
+// The lease the engine calls, lease_head_walk(), returns its jobs and then one row without an
+// id: the pages of the two indexes it read. lease_head(), which the SQL interface's lease() and
+// workers of schema 13 call, returns the jobs alone, as it did (migration 14).
+TEST_F(EngineTest, TheLeaseSaysHowFarItWalkedInARowAfterItsJobsAndTheOldCallReturnsJobsAlone) {
+  Queue queue = open();
+  std::vector<NewJob> jobs(20, job("q"));
+  must(queue.enqueue_batch(jobs));
+  SqlConnection db(url());
+  const auto walk = db.query(
+      "SELECT id, walked_pages FROM readpast.lease_head_walk('q', 'w', 30000000, '{}', 5)");
+  ASSERT_EQ(walk.size(), 6u);
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_TRUE(walk[i][0].has_value());
+    EXPECT_FALSE(walk[i][1].has_value()) << "a job row carries a walk";
+  }
+  EXPECT_FALSE(walk[5][0].has_value()) << "the last row is a job";
+  ASSERT_TRUE(walk[5][1].has_value());
+  EXPECT_GT(std::stoll(*walk[5][1]), 0) << "a lease that read both indexes counted no page";
+  const auto old = db.query("SELECT id FROM readpast.lease_head('q', 'w', 30000000, '{}', 5)");
+  ASSERT_EQ(old.size(), 5u);
+  for (const auto& row : old)
+    EXPECT_TRUE(row[0].has_value()) << "lease_head() returned a row without an id";
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.lease('q', 'w', 5)"), "5");
+}
+
 // A settle of one job keeps its generic plan: PostgreSQL plans a prepared statement anew on
 // every call while its generic plan looks dearer than a custom one plus the planning, which
 // unnest()'s estimate of ten rows made it for one-job batches (run 37: 0.77 of the one-job
