@@ -498,8 +498,11 @@ TEST_P(MultiprocessTest, ARunningLimitHoldsAcrossProcessesAndThroughAKill) {
     if (!seen.execs.empty()) break;
     std::this_thread::sleep_for(2ms);
   }
+  // Jobs of 20 ms: long enough that jobs of different processes certainly overlap, from the
+  // histories' times, on a machine loaded by the suite's other tests (with 5 ms, one CI run in
+  // several saw at most 2 certainly running, and the check below failed).
   for (int i = 1; i < 4; ++i)
-    workers.push_back(spawn_worker("p" + std::to_string(i), kLease, 5ms, 2));
+    workers.push_back(spawn_worker("p" + std::to_string(i), kLease, 20ms, 2));
 
   // Kill the victim while it runs a job: one it started and has not finished (a completion
   // cannot have begun), so that job keeps its place until its lease expires.
