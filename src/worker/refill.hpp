@@ -20,9 +20,20 @@ namespace readpast::worker {
 // finished job frees its slot at once: counting it until its completion was recorded made
 // every job hold a slot for a lease round trip and a completion round trip, and bound a
 // worker of short jobs to capacity / (the two round trips) jobs a second. The settling
-// ones are then bounded by should_lease instead.
+// ones are then bounded by settling_limit instead.
 constexpr int free_slots(int concurrency, int prefetch, int unfinished, int settling) {
   return concurrency + prefetch - unfinished - (prefetch > 0 ? 0 : settling);
+}
+
+// How many finished jobs may wait for their settling call before the fetcher stops leasing
+// (the database falls behind recording them). Twice the capacity: a completion batch being
+// recorded holds up to a capacity of them, and the jobs that finish meanwhile join the next
+// batch. With a bound of one capacity, short jobs filled it while their batch was in flight,
+// and the fetchers sent no lease until that batch returned: the server had only the
+// completion to work on for a round trip per batch (run 41 in docs/benchmarks.md). Without
+// prefetch a settling job holds its slot anyway (free_slots), which bounds them tighter.
+constexpr int settling_limit(int concurrency, int prefetch) {
+  return 2 * (concurrency + prefetch);
 }
 
 // Whether the fetcher should lease now.
@@ -32,13 +43,12 @@ constexpr int free_slots(int concurrency, int prefetch, int unfinished, int sett
 // is no hurry: lease once a thread may soon find none (ready shorter than concurrency) or
 // half the capacity is free. Short jobs then come in leases of half the capacity, instead
 // of one lease per job as each finishes, which cost a round trip and a statement per job.
-// When as many finished jobs wait for their settling call as the capacity (the database
-// falls behind recording them), the fetcher waits.
+// When settling_limit finished jobs wait for their settling call, the fetcher waits.
 constexpr bool should_lease(int concurrency, int prefetch, int unfinished, std::size_t ready,
                             int settling) {
   const int capacity = concurrency + prefetch;
   const int free = free_slots(concurrency, prefetch, unfinished, settling);
-  if (free <= 0 || settling >= capacity) return false;
+  if (free <= 0 || settling >= settling_limit(concurrency, prefetch)) return false;
   return std::cmp_less(ready, concurrency) || free >= (capacity + 1) / 2;
 }
 
