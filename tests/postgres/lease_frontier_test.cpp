@@ -300,21 +300,24 @@ void count_function_calls(SqlConnection& db) {
       "current_database()); END $$");
 }
 
-// Calls of lease_lanes in the database of `db` that the sessions have reported so far.
-long long lease_lanes_calls_reported(SqlConnection& db) {
+// Calls of lease_lanes (or `function`) in the database of `db` that the sessions have
+// reported so far.
+long long lease_lanes_calls_reported(SqlConnection& db,
+                                     const std::string& function = "lease_lanes") {
   db.exec("SELECT pg_stat_clear_snapshot()");
   return std::stoll(
       db.scalar("SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions "
-                "WHERE schemaname = 'readpast' AND funcname = 'lease_lanes'"));
+                "WHERE schemaname = 'readpast' AND funcname = '" +
+                function + "'"));
 }
 
 // The same, once every session has reported them: a backend reports its counts a second or so
 // after it goes idle, so the count is read until it stands still.
-long long lease_lanes_calls(SqlConnection& db) {
+long long lease_lanes_calls(SqlConnection& db, const std::string& function = "lease_lanes") {
   long long last = -1;
   for (int i = 0; i < 12; ++i) {
     std::this_thread::sleep_for(1500ms);
-    const long long now = lease_lanes_calls_reported(db);
+    const long long now = lease_lanes_calls_reported(db, function);
     if (now == last) return now;
     last = now;
   }
@@ -387,14 +390,23 @@ TEST_F(LeaseFrontierTest, LeasesTurnToTheLanesWhenTheHeadIsLongWithNothingHeld) 
   }
   ASSERT_EQ(left.size(), 10000u);
   EXPECT_EQ(drain(queue, "q", 50), left) << "not every job once, in order";
-  // 200 leases of 50; a backend reports its counts when it goes idle, or up to 10 s later when
-  // it reported within the last second, so the count is read until it gets there.
+  // The long head is q's own: another queue of the same process, with a clean head, still
+  // leases from it (lease_head_walk) while q's lanes are on (LeaseMode::kLongHeadFor).
+  std::vector<NewJob> others(1000, job("other"));
+  std::vector<JobId> other_ids;
+  for (const Enqueued& e : must(queue.enqueue_batch(others))) other_ids.push_back(e.id);
+  EXPECT_EQ(drain(queue, "other", 50), other_ids) << "not every job once, in order";
+  // q: 200 leases of 50 and an empty one; the other queue: 20 and an empty one. A backend
+  // reports its counts when it goes idle, or up to 10 s later when it reported within the last
+  // second, so the count is read until it gets there.
   long long calls = 0;
   for (int i = 0; i < 30 && calls < 150; ++i) {
     std::this_thread::sleep_for(1s);
     calls = lease_lanes_calls_reported(db);
   }
   EXPECT_GE(calls, 150) << "leased from the long head to the end";
+  EXPECT_LE(lease_lanes_calls(db), 201) << "the other queue leased by lane";
+  EXPECT_GE(lease_lanes_calls(db, "lease_head_walk"), 21) << "the other queue's leases";
 }
 
 // The bookkeeping alone: reports as the lease statement would give them.

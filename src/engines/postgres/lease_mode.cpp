@@ -11,6 +11,17 @@ Result<LeaseLanes> parse_lease_lanes(std::string_view text) {
       "snapshot), always or never"));
 }
 
+bool LeaseMode::lanes(std::string_view queue) const {
+  if (all_lanes_.load(std::memory_order_relaxed)) return true;
+  if (long_heads_.load(std::memory_order_relaxed) == 0) return false;
+  return long_head(queue);
+}
+
+bool LeaseMode::long_head(std::string_view queue) const {
+  std::lock_guard lock(mu_);
+  return long_head_since_.find(queue) != long_head_since_.end();
+}
+
 bool LeaseMode::claim_probe(std::chrono::steady_clock::time_point now) {
   if (setting_ != LeaseLanes::kAuto) return false;
   const auto at = now.time_since_epoch().count();
@@ -27,8 +38,10 @@ LeaseMode::Change LeaseMode::observe(std::int64_t age, std::optional<std::int64_
     oldest_ = xmin;
     oldest_since_ = now;
   }
-  // Time to try the head again: its first lease says whether vacuum has shortened it.
-  if (long_head_since_ && now - *long_head_since_ >= kLongHeadFor) long_head_since_.reset();
+  // Time to try the heads again: the first lease of each says whether vacuum has shortened it.
+  std::erase_if(long_head_since_,
+                [&](const auto& entry) { return now - entry.second >= kLongHeadFor; });
+  long_heads_.store(long_head_since_.size(), std::memory_order_relaxed);
   if (age < kHeldAge || !xmin) {
     if (held_ && !young_since_) {
       young_since_ = now;
@@ -49,15 +62,17 @@ void LeaseMode::head_scan_took(std::chrono::steady_clock::time_point start,
   turn_off_when_clean();
 }
 
-LeaseMode::Change LeaseMode::head_walked(std::int64_t pages, int max_jobs,
+LeaseMode::Change LeaseMode::head_walked(std::string_view queue, std::int64_t pages, int max_jobs,
                                          std::chrono::steady_clock::time_point now) {
   // A batch's own entries fill a page per hundred or so; 64 a page leaves room.
   if (setting_ != LeaseLanes::kAuto || pages <= kLongHeadPages + max_jobs / 64) {
     return Change::kNone;
   }
   std::lock_guard lock(mu_);
-  if (!long_head_since_) long_head_since_ = now;
-  return publish();
+  if (!long_head_since_.try_emplace(std::string(queue), now).second) return Change::kNone;
+  long_heads_.store(long_head_since_.size(), std::memory_order_relaxed);
+  // Under a hold the queue's lanes were on already, and its frontiers are current.
+  return held_ ? Change::kNone : Change::kOnForQueue;
 }
 
 void LeaseMode::turn_off_when_clean() {
@@ -69,9 +84,8 @@ void LeaseMode::turn_off_when_clean() {
 
 LeaseMode::Change LeaseMode::publish() {
   if (setting_ != LeaseLanes::kAuto) return Change::kNone;
-  const bool on = held_ || long_head_since_.has_value();
-  const bool was = lanes_.exchange(on, std::memory_order_relaxed);
-  return on && !was ? Change::kOn : Change::kNone;
+  const bool was = all_lanes_.exchange(held_, std::memory_order_relaxed);
+  return held_ && !was ? Change::kOn : Change::kNone;
 }
 
 }  // namespace readpast::detail::pg

@@ -252,7 +252,7 @@ class PostgresEngine final : public Engine {
   Result<std::vector<Job>> lease(const LeaseRequest& request) override {
     listener_.lease_started(request.queue);
     probe_horizon_when_due();
-    if (mode_.lanes()) return lease_lanes(request);
+    if (mode_.lanes(request.queue)) return lease_lanes(request);
     const ArrayParam tokens = fresh_tokens(request.max_jobs);
     using S = pg::sql::lease;
     Params params(S::param_count);
@@ -276,8 +276,9 @@ class PostgresEngine final : public Engine {
       return fail_with(Error::internal("the lease returned no row of its walk"));
     }
     constexpr int kWalkedPages = 16;  // after the job's 16 columns
-    act_on(mode_.head_walked(rows->optional_int8(taken, kWalkedPages).value_or(0), request.max_jobs,
-                             std::chrono::steady_clock::now()));
+    act_on(mode_.head_walked(request.queue, rows->optional_int8(taken, kWalkedPages).value_or(0),
+                             request.max_jobs, std::chrono::steady_clock::now()),
+           request.queue);
     // Full: more jobs may wait than this lease took, announced by one notification that
     // woke only this caller (pg_listener.hpp). Pass the wake-up on.
     if (taken == request.max_jobs) listener_.wake_one(request.queue);
@@ -358,20 +359,26 @@ class PostgresEngine final : public Engine {
     act_on(mode_.observe(rows->int8(0, 0), rows->optional_int8(0, 1), now));
   }
 
-  // Does what a change of LeaseMode asks of the frontiers.
-  void act_on(pg::LeaseMode::Change change) {
+  // Does what a change of LeaseMode asks of the frontiers; `queue` is the one whose lease
+  // reported the change, if any. Lock order: frontiers_mu_, then LeaseMode's.
+  void act_on(pg::LeaseMode::Change change, std::string_view queue = {}) {
     switch (change) {
       case pg::LeaseMode::Change::kOn: {
         // Frontiers from an earlier time on the lanes are not kept: the lanes start from their
-        // heads.
+        // heads. A queue on the lanes for its long head kept its frontiers current.
         std::lock_guard lock(frontiers_mu_);
-        frontiers_.clear();
+        std::erase_if(frontiers_, [&](const auto& entry) { return !mode_.long_head(entry.first); });
+        break;
+      }
+      case pg::LeaseMode::Change::kOnForQueue: {
+        std::lock_guard lock(frontiers_mu_);
+        if (auto it = frontiers_.find(queue); it != frontiers_.end()) frontiers_.erase(it);
         break;
       }
       case pg::LeaseMode::Change::kYoung: {
         // The next leases from the head tell whether vacuum has cleared it.
         std::lock_guard lock(frontiers_mu_);
-        for (auto& [queue, frontier] : frontiers_) frontier.head_scan_now();
+        for (auto& entry : frontiers_) entry.second.head_scan_now();
         break;
       }
       case pg::LeaseMode::Change::kNone:
@@ -595,7 +602,7 @@ class PostgresEngine final : public Engine {
     // (lease_frontier.hpp): under a snapshot held open elsewhere, the expiry index is full of
     // entries of leases already settled that no vacuum may remove.
     const auto planned = std::chrono::steady_clock::now();
-    const bool lanes = mode_.lanes();
+    const bool lanes = mode_.lanes(queue);
     const std::optional<TimePoint> after =
         lanes ? with_frontier(queue, [&](pg::LeaseFrontier& f) { return f.rescue_plan(planned); })
               : std::nullopt;
@@ -1057,7 +1064,7 @@ class PostgresEngine final : public Engine {
     // Below the lanes' frontiers every job is accounted for (lease_frontier.hpp), so the
     // probe starts there instead of walking what earlier leases left at the head.
     const std::optional<TimePoint> after =
-        mode_.lanes()
+        mode_.lanes(queue)
             ? with_frontier(queue, [](pg::LeaseFrontier& f) { return f.earliest_start(); })
             : std::nullopt;
     auto rows = exec(sql_.next_due, Params(S::param_count)
