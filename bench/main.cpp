@@ -93,6 +93,7 @@ json meta_line(const Settings& settings, const std::vector<std::string>& suites)
                       {"snapshot_rate", settings.snapshot_rate},
                       {"snapshot_producers", settings.snapshot_producers},
                       {"snapshot_tail_seconds", settings.snapshot_tail_seconds},
+                      {"snapshot_min_free_gb", settings.snapshot_min_free_gb},
                       {"snapshot_holder", settings.snapshot_holder}};
   return meta;
 }
@@ -229,6 +230,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--snapshot-tail-seconds", settings.snapshot_tail_seconds,
                   "how long to go on measuring after the snapshot is released")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  run->add_option("--snapshot-min-free-gb", settings.snapshot_min_free_gb,
+                  "SQLite: end the hold early once the database's directory has less free "
+                  "space than this (the WAL grows by every commit while a reader is held)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   run->add_option("--out", out, "append JSON lines to this file instead of stdout");

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -527,9 +529,23 @@ void run_snapshot(const Settings& settings, Reporter& reporter) {
       std::int64_t end_backlog = 0;
       std::optional<std::int64_t> max_bytes;
       std::optional<std::int64_t> end_bytes;
+      double seconds = 0;                      // how long it ran
+      std::optional<std::string> ended_early;  // why, when it ended before its time
     };
-    // Windows of snapshot_window_seconds.
-    auto phase = [&](const std::string& name, double seconds) {
+    // SQLite: why the hold must end now (its WAL would fill the disk), or nullopt.
+    const auto disk_short = [&]() -> std::optional<std::string> {
+      if (settings.target.engine != EngineKind::kSqlite) return std::nullopt;
+      std::error_code error;
+      const auto space = std::filesystem::space(
+          settings.target.sqlite_dir.empty() ? "." : settings.target.sqlite_dir, error);
+      const double free_gb = static_cast<double>(space.available) / 1e9;
+      if (error || free_gb >= settings.snapshot_min_free_gb) return std::nullopt;
+      return "less than " + json(settings.snapshot_min_free_gb).dump() +
+             " GB free beside the database (--snapshot-min-free-gb)";
+    };
+    // Windows of snapshot_window_seconds; `guard`, checked after each, may end the phase early.
+    auto phase = [&](const std::string& name, double seconds,
+                     const std::function<std::optional<std::string>()>& guard = {}) {
       Phase result;
       Progress progress(label + " snapshot " + name, 0);
       const auto start = Clock::now();
@@ -570,7 +586,12 @@ void run_snapshot(const Settings& settings, Reporter& reporter) {
         window_start = Clock::now();
         window_done = done;
         progress.set(done - phase_start_done);
+        if (guard) {
+          result.ended_early = guard();
+          if (result.ended_early) break;
+        }
       }
+      result.seconds = seconds_since(start);
       return result;
     };
     const Phase baseline = phase("baseline", settings.snapshot_baseline_seconds);
@@ -580,7 +601,7 @@ void run_snapshot(const Settings& settings, Reporter& reporter) {
     {
       SnapshotHolder holder(settings.target, settings.snapshot_holder);
       xmin = holder.xmin();
-      held = phase("held", settings.snapshot_seconds);
+      held = phase("held", settings.snapshot_seconds, disk_short);
       history = holder.backlog();
     }
     // After the hold: does the speed come back, and is the space reused or returned?
@@ -620,7 +641,8 @@ void run_snapshot(const Settings& settings, Reporter& reporter) {
     if (baseline.end_bytes) line["storage_bytes_before_hold"] = *baseline.end_bytes;
     if (held.max_bytes) line["storage_bytes_max_held"] = *held.max_bytes;
     if (after.end_bytes) line["storage_bytes_end_after"] = *after.end_bytes;
-    line["held_s"] = settings.snapshot_seconds;
+    line["held_s"] = std::round(held.seconds);
+    if (held.ended_early) line["held_ended_early"] = *held.ended_early;
     line["tail_s"] = settings.snapshot_tail_seconds;
     line["offered_jobs_per_s"] = settings.snapshot_rate;
     line["producers"] = settings.snapshot_producers;
@@ -642,6 +664,10 @@ void run_snapshot(const Settings& settings, Reporter& reporter) {
                  line["lease_p99_us_baseline"].dump() + " -> " + line["lease_p99_us_held"].dump() +
                  " us, backlog " + std::to_string(baseline.end_backlog) + " -> " +
                  std::to_string(held.end_backlog));
+    if (held.ended_early) {
+      reporter.say(label + " snapshot: the hold ended after " + line["held_s"].dump() +
+                   " s: " + *held.ended_early);
+    }
     reporter.emit(std::move(line));
     subject->reset();
   }
