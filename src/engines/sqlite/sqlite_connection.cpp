@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "engines/sqlite/sqlite_file_access.hpp"
+#include "engines/sqlite/sqlite_wal_vfs.hpp"
 
 namespace readpast::detail::sqlite {
 
@@ -140,7 +141,8 @@ Result<std::unique_ptr<Connection>> Connection::open(const Settings& settings) {
 
 Result<std::unique_ptr<Connection>> Connection::open_file(const std::string& name, int flags) {
   sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(name.c_str(), &raw, flags, nullptr);
+  // The VFS extends a growing WAL ahead of its appends (sqlite_wal_vfs.hpp says why).
+  int rc = sqlite3_open_v2(name.c_str(), &raw, flags, wal_vfs_name());
   auto connection = std::make_unique<Connection>(Key{}, raw);  // owns raw even on failure
   if (rc != SQLITE_OK) {
     std::string why = raw != nullptr ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
