@@ -21,6 +21,7 @@
 #include "engines/sqlite/sqlite_connection.hpp"
 #include "engines/sqlite/sqlite_wal_vfs.hpp"
 #include "readpast/readpast.hpp"
+#include "sqlite/raw_db.hpp"
 #include "support/temp_dir.hpp"
 
 namespace readpast::test {
@@ -28,37 +29,6 @@ namespace {
 
 namespace sqlite = detail::sqlite;
 namespace fs = std::filesystem;
-
-// A plain sqlite3 handle, as another program would have (SQLite's default VFS).
-class PlainDb {
- public:
-  explicit PlainDb(const std::string& path) {
-    if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) throw std::runtime_error("open " + path);
-  }
-  ~PlainDb() { sqlite3_close_v2(db_); }
-  PlainDb(const PlainDb&) = delete;
-  PlainDb& operator=(const PlainDb&) = delete;
-  // The first column of the first row ("" when none), or throws.
-  std::string scalar(const std::string& sql) {
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
-      throw std::runtime_error(sql + ": " + sqlite3_errmsg(db_));
-    }
-    std::string value;
-    const int rc = sqlite3_step(stmt);
-    if (rc == SQLITE_ROW && sqlite3_column_text(stmt, 0) != nullptr) {
-      value = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
-    }
-    sqlite3_finalize(stmt);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-      throw std::runtime_error(sql + ": " + sqlite3_errmsg(db_));
-    }
-    return value;
-  }
-
- private:
-  sqlite3* db_ = nullptr;
-};
 
 class WalVfsTest : public ::testing::Test {
  protected:
@@ -112,7 +82,7 @@ TEST_F(WalVfsTest, ItIsRegisteredBesideTheDefaultVfs) {
 TEST_F(WalVfsTest, AHeldWalGrowsInWholeChunksAndLosesNoCommittedJob) {
   Queue queue = open_queue();
   std::vector<std::int64_t> ids = enqueue(queue, 10);
-  PlainDb reader(path());
+  RawDb reader(path());
   reader.scalar("BEGIN");
   reader.scalar("SELECT count(*) FROM sqlite_master");
   const std::string copy = dir_.file("copy.db");
@@ -129,12 +99,12 @@ TEST_F(WalVfsTest, AHeldWalGrowsInWholeChunksAndLosesNoCommittedJob) {
   fs::copy_file(path() + "-wal", copy + "-wal");
   reader.scalar("COMMIT");
   {
-    PlainDb recovered(copy);
+    RawDb recovered(copy);
     EXPECT_EQ(recovered.scalar("PRAGMA integrity_check"), "ok");
     EXPECT_EQ(recovered.scalar("SELECT count(*) FROM readpast_jobs"), std::to_string(ids.size()));
     EXPECT_EQ(recovered.scalar("SELECT max(id) FROM readpast_jobs"), std::to_string(ids.back()));
   }
-  PlainDb after(path());
+  RawDb after(path());
   EXPECT_EQ(after.scalar("PRAGMA integrity_check"), "ok");
   EXPECT_EQ(after.scalar("SELECT count(*) FROM readpast_jobs"), std::to_string(ids.size()));
 }
@@ -170,7 +140,7 @@ TEST_F(WalVfsTest, AnExtensionTheDiskCannotHoldLeavesTheFramesTheRoomThatIsLeft)
   {
     Queue queue = open_queue_at(db);
     enqueue(queue, 5);
-    PlainDb reader(db);
+    RawDb reader(db);
     reader.scalar("BEGIN");
     reader.scalar("SELECT count(*) FROM sqlite_master");
     // Everything but 512 KiB, less than any chunk, goes to a filler file.
@@ -195,7 +165,7 @@ TEST_F(WalVfsTest, AnExtensionTheDiskCannotHoldLeavesTheFramesTheRoomThatIsLeft)
   EXPECT_GT(past_prepared, 10) << "the WAL's prepared end was " << prepared << " bytes";
   EXPECT_NE(wal_bytes(db) % static_cast<std::uintmax_t>(sqlite::kWalMinChunk), 0u)
       << "no extension failed: the test did not fill the disk";
-  PlainDb after(db);
+  RawDb after(db);
   EXPECT_EQ(after.scalar("PRAGMA integrity_check"), "ok");
 }
 
