@@ -133,38 +133,9 @@ int wal_sector_size(sqlite3_file* file) {
 int wal_device_characteristics(sqlite3_file* file) {
   return real(file)->pMethods->xDeviceCharacteristics(real(file));
 }
-int wal_shm_map(sqlite3_file* file, int region, int size, int extend, void volatile** out) {
-  const sqlite3_io_methods* io = real(file)->pMethods;
-  if (io->iVersion < 2) return SQLITE_IOERR_SHMMAP;
-  return io->xShmMap(real(file), region, size, extend, out);
-}
-int wal_shm_lock(sqlite3_file* file, int offset, int n, int flags) {
-  const sqlite3_io_methods* io = real(file)->pMethods;
-  if (io->iVersion < 2) return SQLITE_IOERR_SHMLOCK;
-  return io->xShmLock(real(file), offset, n, flags);
-}
-void wal_shm_barrier(sqlite3_file* file) {
-  const sqlite3_io_methods* io = real(file)->pMethods;
-  if (io->iVersion >= 2) io->xShmBarrier(real(file));
-}
-int wal_shm_unmap(sqlite3_file* file, int delete_flag) {
-  const sqlite3_io_methods* io = real(file)->pMethods;
-  if (io->iVersion < 2) return SQLITE_OK;
-  return io->xShmUnmap(real(file), delete_flag);
-}
-int wal_fetch(sqlite3_file* file, sqlite3_int64 offset, int amount, void** out) {
-  const sqlite3_io_methods* io = real(file)->pMethods;
-  *out = nullptr;
-  if (io->iVersion < 3) return SQLITE_OK;
-  return io->xFetch(real(file), offset, amount, out);
-}
-int wal_unfetch(sqlite3_file* file, sqlite3_int64 offset, void* page) {
-  const sqlite3_io_methods* io = real(file)->pMethods;
-  if (io->iVersion < 3) return SQLITE_OK;
-  return io->xUnfetch(real(file), offset, page);
-}
-
-constexpr sqlite3_io_methods kWalMethods = {.iVersion = 3,
+// Version 1: SQLite maps shared memory and pages through the database file only, never through
+// its WAL (wal.c), so the WAL file has no use for the later methods.
+constexpr sqlite3_io_methods kWalMethods = {.iVersion = 1,
                                             .xClose = wal_close,
                                             .xRead = wal_read,
                                             .xWrite = wal_write,
@@ -177,12 +148,12 @@ constexpr sqlite3_io_methods kWalMethods = {.iVersion = 3,
                                             .xFileControl = wal_file_control,
                                             .xSectorSize = wal_sector_size,
                                             .xDeviceCharacteristics = wal_device_characteristics,
-                                            .xShmMap = wal_shm_map,
-                                            .xShmLock = wal_shm_lock,
-                                            .xShmBarrier = wal_shm_barrier,
-                                            .xShmUnmap = wal_shm_unmap,
-                                            .xFetch = wal_fetch,
-                                            .xUnfetch = wal_unfetch};
+                                            .xShmMap = nullptr,
+                                            .xShmLock = nullptr,
+                                            .xShmBarrier = nullptr,
+                                            .xShmUnmap = nullptr,
+                                            .xFetch = nullptr,
+                                            .xUnfetch = nullptr};
 
 // --- the VFS: the default one's, but for opening WAL files ---
 

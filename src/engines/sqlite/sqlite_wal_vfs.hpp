@@ -6,12 +6,12 @@
 // Appending to a growing file costs the one writer far more than writing over pages the file
 // already has: a WAL frame (24 bytes of header and a page) never starts on a page boundary, so
 // the kernel zeroes each new page a write only partly covers, and every commit's fdatasync
-// must also journal the file's new size and blocks. In C, without SQLite, on the benchmark
+// must also write the file's new size and block map. In C, without SQLite, on the benchmark
 // machine's ext4: 10.4-12.0 us a frame appended with an fdatasync every 40 frames, against
 // 5.5-6.3 us over a file that wraps as a restarted WAL does, and 6.6-8.0 us over a file
 // extended ahead with zeros written and synced in chunks of 8-128 MiB, those writes included
 // (docs/benchmarks.md, run 42; docs/bench-results/2026-11-29/run42/wal-append/). posix_fallocate
-// does not help: its unwritten extents are converted at each sync, which journals again.
+// does not help: its unwritten extents are converted at each sync, which writes the map again.
 //
 // What it does: the first write of a WAL file that reaches past the part already prepared
 // writes zeros from the file's end to a chunk boundary past the write (the chunk grows with
