@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_fixture.hpp"
+#include "support/small_tmpfs.hpp"
 
 namespace readpast::test {
 namespace {
@@ -72,20 +73,14 @@ class ReadOnlyDatabaseTest : public ::testing::Test {
 };
 
 TEST_F(ReadOnlyDatabaseTest, OnAReadOnlyFileSystemReadsWorkAndWritesSayWhy) {
-  if (::geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root (the other tests here do not)";
-  TempDir mount_point;
-  if (::mount("tmpfs", mount_point.path().c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
-              "size=8m,mode=0755") != 0) {
-    GTEST_SKIP() << "cannot mount a tmpfs: " << std::strerror(errno);
+  SmallTmpfs mount_point("size=8m,mode=0755");
+  if (!mount_point.why_not().empty()) {
+    GTEST_SKIP() << mount_point.why_not() << " (the other tests here do not)";
   }
-  struct Unmount {
-    std::string path;
-    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
-  } unmount{mount_point.path().string()};
   const std::string path = mount_point.file("jobs.db");
   make_database(path);
   ASSERT_EQ(::mount("tmpfs", mount_point.path().c_str(), "tmpfs",
-                    MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=8m,mode=0755"),
+                    MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, mount_point.options().c_str()),
             0)
       << std::strerror(errno);
   ASSERT_FALSE(std::filesystem::exists(path + "-shm")) << "the database was left open";

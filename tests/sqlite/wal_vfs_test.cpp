@@ -6,12 +6,8 @@
 // frames still land, and a WAL that restarts is not extended again.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
-#include <sys/mount.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -22,6 +18,7 @@
 #include "engines/sqlite/sqlite_wal_vfs.hpp"
 #include "readpast/readpast.hpp"
 #include "sqlite/raw_db.hpp"
+#include "support/small_tmpfs.hpp"
 #include "support/temp_dir.hpp"
 
 namespace readpast::test {
@@ -124,16 +121,8 @@ TEST_F(WalVfsTest, AWalThatRestartsIsNotExtendedAgain) {
 // On a small tmpfs (root only): once the disk has less room than a chunk, the extension fails
 // and the frames still go into the room that is left, as they would without the VFS.
 TEST_F(WalVfsTest, AnExtensionTheDiskCannotHoldLeavesTheFramesTheRoomThatIsLeft) {
-  if (::geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs needs root";
-  TempDir small;
-  if (::mount("tmpfs", small.path().c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=8m,mode=0755") !=
-      0) {
-    GTEST_SKIP() << "cannot mount a tmpfs: " << std::strerror(errno);
-  }
-  struct Unmount {
-    std::string at;
-    ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
-  } unmount{small.path().string()};
+  SmallTmpfs small("size=8m,mode=0755");
+  if (!small.why_not().empty()) GTEST_SKIP() << small.why_not();
   const std::string db = small.file("jobs.db");
   std::uintmax_t prepared = 0;
   int past_prepared = 0;  // enqueues that committed with the WAL past its last prepared end
