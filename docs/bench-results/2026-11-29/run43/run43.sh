@@ -70,7 +70,7 @@ run() {
   "$B" run --engine postgres --pg-url "$BASE/$db" \
     --readpast-pg-url "$BASE/$db${LANES:+?lease_lanes=$LANES}" --suites snapshot --systems readpast \
     --snapshot-baseline-seconds "$2" --snapshot-seconds "$3" --snapshot-tail-seconds "$4" \
-    --snapshot-producers 2 --out "$5" >/dev/null 2>&1
+    --snapshot-producers 2 --out "$5" >"$5.log" 2>&1
   [[ -n "$pid" ]] && kill "$pid"
   return 0
 }
