@@ -5,12 +5,12 @@
 # root, with nothing else running:
 #   B=<readpast_bench> R=<readpast> OUT=<dir> bash docs/bench-results/2026-11-29/run43/run43.sh clean
 #   B=... R=... OUT=... bash docs/bench-results/2026-11-29/run43/run43.sh lanes
-#   B=... R=... OUT=... bash docs/bench-results/2026-11-29/run43/run43.sh held
+#   B=... R=... OUT=... bash docs/bench-results/2026-11-29/run43/run43.sh held [VARIANT...]
 # clean: 30-s baselines (and 10 s of hold) of the variants, each round in an order and its
 #   reverse (about 15 minutes); lanes: main and the ring of 2 with autovacuum, with the
-#   leases by lane or as the engine chooses (about 7 minutes); held: the 10-minute hold of the ring of 2 with autovacuum, then of
-#   main (about 26 minutes). One throwaway cluster (bench/pg_throwaway.sh), a database per
-#   variant:
+#   leases by lane or as the engine chooses (about 7 minutes); held: the 10-minute hold of
+#   each variant named (main, ring2 or ring2av; by default ring2av, then main), about 13
+#   minutes each. One throwaway cluster (bench/pg_throwaway.sh), a database per variant:
 #   main    schema 14 as `readpast init` makes it
 #   one     live partitioned, one segment, no rotation: what partitioning costs by itself
 #   ring2   2 segments rotated every 10 s, and segment 9 (the moved rows)
@@ -105,8 +105,17 @@ case "${1:?clean, lanes or held}" in
     done | tee "$OUT/lanes.txt"
     ;;
   held)
-    make_variant ring2av 2 1 autovacuum
-    for db in ring2av main; do
+    # The variants to hold, in order (default: ring2av main).
+    shift
+    variants=("$@")
+    ((${#variants[@]} > 0)) || variants=(ring2av main)
+    for db in "${variants[@]}"; do
+      case $db in
+        ring2) make_variant ring2 2 1 ;;
+        ring2av) make_variant ring2av 2 1 autovacuum ;;
+      esac
+    done
+    for db in "${variants[@]}"; do
       run "$db" 60 600 60 "$OUT/held-$db.jsonl"
       python3 $HERE/summarize.py --held "$OUT/held-$db.jsonl"
     done | tee "$OUT/held.txt"
