@@ -105,12 +105,8 @@ TEST_F(EngineTest, EveryHotPathUsesItsPartialIndex) {
   const std::string purge =
       plan_of(db, sql.purge.sql, {"q", "succeeded", "2030-01-01T00:00:00Z", "1000"});
   EXPECT_NE(purge.find("jobs_finished_idx"), std::string::npos) << purge;
-  const std::string holder =
-      plan_of(db,
-              "SELECT id FROM readpast.jobs WHERE queue = $1 AND unique_key = $2 "
-              "AND state IN ('available', 'running')",
-              {"q", "k"});
-  EXPECT_NE(holder.find("jobs_unique_key_idx"), std::string::npos) << holder;
+  const std::string holder = plan_of(db, sql.unique_holder.sql, {"q", "k"});
+  EXPECT_NE(holder.find("unique_keys_pkey"), std::string::npos) << holder;
 }
 
 // The settles find each row by a probe of live_pkey, whatever the statistics say

@@ -276,11 +276,12 @@ TEST_F(SchemaTest, TheStorageSettingsAreInPlace) {
     EXPECT_NE(reloptions.find("autovacuum_vacuum_scale_factor=0.01"), std::string::npos)
         << table << ": " << reloptions;
   }
-  // live: the primary key, lease, due, expiry, unique key, waiting and group indexes; done:
-  // the primary key, finished, notify and group indexes.
+  // live: the primary key, lease, due, expiry, waiting and group indexes (the unique keys are
+  // held in unique_keys since schema 15); done: the primary key, finished, notify and group
+  // indexes.
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_indexes WHERE schemaname = 'readpast' "
                       "AND tablename = 'live'"),
-            "7");
+            "6");
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_indexes WHERE schemaname = 'readpast' "
                       "AND tablename = 'done'"),
             "4");
@@ -445,6 +446,64 @@ TEST_F(SchemaTest, JobsInEveryStateSurviveTheUpgradeToTheFinishedJobsTable) {
   for (const Job& j : leased) ids.push_back(j.id);
   std::sort(ids.begin(), ids.end());
   EXPECT_EQ(ids, (std::vector<JobId>{1, 4, 8, 10}));
+}
+
+// Migration 15 (unique keys in a table of their own) upgrades a schema-14 database: the keys
+// of available, running and waiting jobs stay held by them, a finished job's key stays free,
+// a lease taken before settles after with its token and frees its key, and a role granted
+// rights on live before gets them on unique_keys.
+TEST_F(SchemaTest, HeldKeysStayHeldThroughTheUpgradeToTheKeysTable) {
+  constexpr int kBeforeUniqueKeys = 14;
+  const std::string token = "00000000000000000000000000000001";
+  SqlConnection db(url_);
+  create_schema_as_release(db, kBeforeUniqueKeys);
+  db.exec("INSERT INTO readpast.jobs (queue, unique_key) VALUES ('q', 'available')");  // 1
+  db.exec(
+      "INSERT INTO readpast.jobs (queue, unique_key, state, attempts, lease_token, leased_by, "
+      "lease_expires_at, started_at) VALUES ('q', 'running', 'running', 1, '" +
+      token + "', 'w', now() + interval '1 hour', now())");                                    // 2
+  db.exec("SELECT readpast.enqueue_after(ARRAY[2]::bigint[], 'q', unique_key => 'waiting')");  // 3
+  db.exec(
+      "INSERT INTO readpast.jobs (queue, unique_key, state, finished_at) "
+      "VALUES ('q', 'finished', 'succeeded', now())");        // 4
+  db.exec("INSERT INTO readpast.jobs (queue) VALUES ('q')");  // 5, no key
+  const std::string role = "\"keys_" + db.scalar("SELECT current_database()") + "\"";
+  db.exec("CREATE ROLE " + role + " NOLOGIN");
+  db.exec("GRANT SELECT, INSERT, DELETE ON readpast.live TO " + role);
+
+  QueueOptions options;
+  options.init_schema = true;
+  Queue queue = must(Queue::open(url_, options));
+  EXPECT_EQ(must(queue.init()), detail::pg::kSchemaVersion);
+  EXPECT_EQ(db.scalar("SELECT string_agg(unique_key || '=' || job_id, ' ' ORDER BY job_id) "
+                      "FROM readpast.unique_keys"),
+            "available=1 running=2 waiting=3");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_indexes WHERE indexname = 'jobs_unique_key_idx'"),
+            "0");
+  EXPECT_EQ(db.scalar("SELECT string_agg(privilege_type, ',' ORDER BY privilege_type) "
+                      "FROM information_schema.role_table_grants WHERE table_schema = 'readpast' "
+                      "AND table_name = 'unique_keys' AND grantee = '" +
+                      role.substr(1, role.size() - 2) + "'"),
+            "DELETE,INSERT,SELECT");
+  db.exec("DROP OWNED BY " + role);
+  db.exec("DROP ROLE " + role);
+
+  JobId id = 1;
+  for (const char* key : {"available", "running", "waiting"}) {
+    NewJob same = job("q");
+    same.unique_key = key;
+    EXPECT_EQ(must(queue.enqueue(same)).id, id++) << key << ": the held key was lost";
+  }
+  NewJob finished = job("q");
+  finished.unique_key = "finished";
+  EXPECT_TRUE(must(queue.enqueue(finished)).inserted);
+
+  must(queue.complete(2, must(LeaseToken::from_hex(token))));
+  NewJob running_again = job("q");
+  running_again.unique_key = "running";
+  EXPECT_TRUE(must(queue.enqueue(running_again)).inserted) << "completing kept the key";
+  must(queue.resolve_dependencies());
+  EXPECT_EQ(must(queue.get(3)).state, JobState::kAvailable);
 }
 
 // An application's role granted rights on the jobs table before schema 10 keeps them on the

@@ -90,12 +90,15 @@ RETURNING id;
 
 -- name: enqueue
 -- Batch enqueue with unique keys, in one statement. Ids are drawn from the table's sequence up
--- front, in input order, so that each input row can be matched to what the INSERT did: an input
--- whose new_id comes back from RETURNING was inserted; otherwise its unique key was held,
--- and the holder is either an earlier row of this same batch (found in `inserted`) or a
--- row visible to this statement's snapshot. A holder committed by another transaction
--- after the snapshot was taken is invisible here (ON CONFLICT still saw it): id is then
--- NULL and the engine looks again with a new statement (see pg_jobs.cpp).
+-- front, in input order, so that each input row can be matched to what the INSERTs did. Each
+-- key is claimed in unique_keys for its job first (migration 15), in input order, and a job
+-- is inserted only if it has no key or its claim went in (the live table's trigger then
+-- finds the claim its own). An input whose new_id comes back from RETURNING was inserted;
+-- otherwise its unique key was held, and the holder is either an earlier row of this same
+-- batch (found in `inserted`) or a claim visible to this statement's snapshot. A holder
+-- committed by another transaction after the snapshot was taken is invisible here (ON
+-- CONFLICT still saw it): id is then NULL and the engine looks again with a new statement
+-- (see pg_jobs.cpp).
 WITH input AS (
   SELECT t.ord, t.queue, t.payload, t.priority, t.run_at, t.delay_us, t.max_attempts,
          t.unique_key, nextval(':"schema".jobs_id_seq') AS new_id
@@ -105,6 +108,13 @@ WITH input AS (
        WITH ORDINALITY AS t(queue, payload, priority, run_at, delay_us, max_attempts,
                             unique_key, ord)
   ORDER BY t.ord
+), claimed AS (
+  INSERT INTO :"schema".unique_keys AS k (queue, unique_key, job_id)
+  SELECT i.queue, i.unique_key, i.new_id FROM input i
+  WHERE i.unique_key IS NOT NULL
+  ORDER BY i.ord
+  ON CONFLICT (queue, unique_key) DO NOTHING
+  RETURNING k.job_id
 ), inserted AS (
   INSERT INTO :"schema".live AS j (id, queue, payload, priority, run_at, max_attempts, unique_key)
   OVERRIDING SYSTEM VALUE
@@ -113,10 +123,8 @@ WITH input AS (
                   statement_timestamp() + coalesce(i.delay_us, 0) * interval '1 microsecond'),
          i.max_attempts, i.unique_key
   FROM input i
+  WHERE i.unique_key IS NULL OR i.new_id IN (SELECT c.job_id FROM claimed c)
   ORDER BY i.ord
-  ON CONFLICT (queue, unique_key)
-    WHERE unique_key IS NOT NULL AND state IN ('available', 'running', 'waiting')
-    DO NOTHING
   RETURNING j.id, j.queue, j.unique_key
 )
 SELECT i.ord, coalesce(ins.id, batch_holder.id, holder.id) AS id, ins.id IS NOT NULL AS inserted
@@ -128,10 +136,8 @@ LEFT JOIN LATERAL (
   LIMIT 1
 ) batch_holder ON true
 LEFT JOIN LATERAL (
-  SELECT h.id FROM :"schema".live h
+  SELECT h.job_id AS id FROM :"schema".unique_keys h
   WHERE ins.id IS NULL AND h.queue = i.queue AND h.unique_key = i.unique_key
-    AND h.state IN ('available', 'running', 'waiting')
-  LIMIT 1
 ) holder ON true
 ORDER BY i.ord;
 
@@ -508,9 +514,8 @@ WITH old AS (
   DELETE FROM :"schema".done j USING old
   WHERE j.id = old.id
     AND (j.unique_key IS NULL
-         OR (NOT EXISTS (SELECT 1 FROM :"schema".live h
-                         WHERE h.queue = j.queue AND h.unique_key = j.unique_key
-                           AND h.state IN ('available', 'running', 'waiting'))
+         OR (NOT EXISTS (SELECT 1 FROM :"schema".unique_keys h
+                         WHERE h.queue = j.queue AND h.unique_key = j.unique_key)
              AND j.id = (SELECT min(c.id) FROM :"schema".done c
                          WHERE c.id = ANY(:ids::bigint[]) AND c.state IN ('dead', 'cancelled')
                            AND c.queue = j.queue AND c.unique_key = j.unique_key)))
@@ -541,9 +546,8 @@ WITH old AS (
   DELETE FROM :"schema".done j USING old
   WHERE j.id = old.id
     AND (j.unique_key IS NULL
-         OR (NOT EXISTS (SELECT 1 FROM :"schema".live h
-                         WHERE h.queue = j.queue AND h.unique_key = j.unique_key
-                           AND h.state IN ('available', 'running', 'waiting'))
+         OR (NOT EXISTS (SELECT 1 FROM :"schema".unique_keys h
+                         WHERE h.queue = j.queue AND h.unique_key = j.unique_key)
              AND j.id = (SELECT min(c.id) FROM :"schema".done c
                          WHERE c.queue = :queue::text AND c.state = :state::text
                            AND c.queue = j.queue AND c.unique_key = j.unique_key)))
@@ -897,21 +901,26 @@ RETURNING j.id;
 -- re-checks last_tick_at against the committed row (READ COMMITTED) and takes nothing.
 -- The job's id is drawn from the jobs' sequence first, so that the same UPDATE records it as
 -- the schedule's last_job_id (a second UPDATE of the row in one statement is not allowed).
--- Should the insert meet a live job holding the tick's key, the recorded id is one no job has.
+-- Should a live job hold the tick's key, the job is not inserted (its claim in unique_keys
+-- comes first, as in enqueue) and the recorded id is one no job has.
 WITH taken AS (
   UPDATE :"schema".schedules s
   SET last_tick_at = :tick::timestamptz, last_job_id = nextval(':"schema".jobs_id_seq')
   WHERE s.name = :name::text AND coalesce(s.last_tick_at, s.created_at) < :tick::timestamptz
   RETURNING s.queue, s.payload, s.priority, s.max_attempts, s.last_job_id
+), claimed AS (
+  INSERT INTO :"schema".unique_keys AS k (queue, unique_key, job_id)
+  SELECT t.queue, :unique_key::text, t.last_job_id FROM taken t
+  WHERE :unique_key::text IS NOT NULL
+  ON CONFLICT (queue, unique_key) DO NOTHING
+  RETURNING k.job_id
 )
 INSERT INTO :"schema".live AS j (id, queue, payload, priority, run_at, max_attempts, unique_key)
 OVERRIDING SYSTEM VALUE
 SELECT t.last_job_id, t.queue, t.payload, t.priority, :tick::timestamptz, t.max_attempts,
        :unique_key::text
 FROM taken t
-ON CONFLICT (queue, unique_key)
-  WHERE unique_key IS NOT NULL AND state IN ('available', 'running')
-  DO NOTHING
+WHERE :unique_key::text IS NULL OR t.last_job_id IN (SELECT c.job_id FROM claimed c)
 RETURNING j.id;
 
 -- name: claim_task
@@ -996,23 +1005,31 @@ WITH input AS (
          :delay_us::bigint AS delay_us,
          CASE WHEN :state::text = 'cancelled' THEN statement_timestamp() END AS finished_at,
          :last_error::text AS last_error, :group_name::text AS group_name,
-         :group_name::text IS NOT NULL AS notify
+         :group_name::text IS NOT NULL AS notify, nextval(':"schema".jobs_id_seq') AS new_id
+), claimed AS (
+  -- The key first, as in enqueue: a held key leaves the job out, and no row comes back.
+  INSERT INTO :"schema".unique_keys AS k (queue, unique_key, job_id)
+  SELECT i.queue, i.unique_key, i.new_id FROM input i
+  WHERE i.state <> 'cancelled' AND i.unique_key IS NOT NULL
+  ON CONFLICT (queue, unique_key) DO NOTHING
+  RETURNING k.job_id
 ), into_live AS (
-  INSERT INTO :"schema".live (queue, payload, priority, run_at, max_attempts, unique_key, state,
-                              waiting_for, delay_us, finished_at, last_error, group_name, notify)
-  SELECT i.queue, i.payload, i.priority, i.run_at, i.max_attempts, i.unique_key, i.state,
-         i.waiting_for, i.delay_us, i.finished_at, i.last_error, i.group_name, i.notify
-  FROM input i WHERE i.state <> 'cancelled'
-  ON CONFLICT (queue, unique_key)
-    WHERE unique_key IS NOT NULL AND state IN ('available', 'running', 'waiting')
-    DO NOTHING
+  INSERT INTO :"schema".live (id, queue, payload, priority, run_at, max_attempts, unique_key,
+                              state, waiting_for, delay_us, finished_at, last_error, group_name,
+                              notify)
+  OVERRIDING SYSTEM VALUE
+  SELECT i.new_id, i.queue, i.payload, i.priority, i.run_at, i.max_attempts, i.unique_key,
+         i.state, i.waiting_for, i.delay_us, i.finished_at, i.last_error, i.group_name, i.notify
+  FROM input i
+  WHERE i.state <> 'cancelled'
+    AND (i.unique_key IS NULL OR i.new_id IN (SELECT c.job_id FROM claimed c))
   RETURNING id
 ), into_done AS (
   -- Finished at once: holds no key, so no conflict to look for.
   INSERT INTO :"schema".done (id, queue, state, priority, run_at, attempts, max_attempts,
                               enqueued_at, finished_at, unique_key, last_error, payload,
                               waiting_for, notify, delay_us, group_name)
-  SELECT nextval(':"schema".jobs_id_seq'), i.queue, i.state, i.priority, i.run_at, 0,
+  SELECT i.new_id, i.queue, i.state, i.priority, i.run_at, 0,
          i.max_attempts, statement_timestamp(), i.finished_at, i.unique_key, i.last_error,
          i.payload, i.waiting_for, i.notify, i.delay_us, i.group_name
   FROM input i WHERE i.state = 'cancelled'
@@ -1021,9 +1038,8 @@ WITH input AS (
 SELECT id FROM into_live UNION ALL SELECT id FROM into_done;
 
 -- name: unique_holder
-SELECT j.id FROM :"schema".live j
-WHERE j.queue = :queue::text AND j.unique_key = :unique_key::text
-  AND j.state IN ('available', 'running', 'waiting');
+SELECT k.job_id FROM :"schema".unique_keys k
+WHERE k.queue = :queue::text AND k.unique_key = :unique_key::text;
 
 -- name: insert_dependencies
 INSERT INTO :"schema".dependencies (depends_on, job_id, met)
