@@ -617,6 +617,42 @@ TEST_F(SchemaTest, TheUpgradeToTheFinishedJobsTableGivesUpOnALongTransactionAndS
   EXPECT_EQ(must(queue.get(1)).state, JobState::kAvailable);
 }
 
+// The upgrade to schema 15 waits at most 5 s for its lock on live, as schema 10's did
+// (lock_for_upgrade, written once for the migrations after it): it fails naming the session
+// that holds live, changes nothing, and succeeds once that transaction ends.
+TEST_F(SchemaTest, TheUpgradeToTheKeysTableGivesUpOnALongTransactionAndSaysWhich) {
+  SqlConnection holder(url_);
+  create_schema_as_release(holder, 14);
+  holder.exec("INSERT INTO readpast.jobs (queue, unique_key) VALUES ('q', 'k')");
+  const std::string pid = holder.scalar("SELECT pg_backend_pid()");
+  holder.exec("BEGIN");
+  holder.exec("SELECT count(*) FROM readpast.live");  // ACCESS SHARE until the transaction ends
+
+  QueueOptions options;
+  options.init_schema = true;
+  const auto started = std::chrono::steady_clock::now();
+  auto refused = Queue::open(url_, options);
+  const auto waited = std::chrono::steady_clock::now() - started;
+  ASSERT_FALSE(refused) << "the upgrade went ahead under another session's lock";
+  EXPECT_NE(refused.error().message.find("could not lock readpast.live within 5 s"),
+            std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find("pid " + pid), std::string::npos)
+      << refused.error().message;
+  EXPECT_LT(waited, std::chrono::seconds(30));
+  EXPECT_EQ(holder.scalar("SELECT max(version) FROM readpast.schema_version"), "14");
+  EXPECT_EQ(holder.scalar("SELECT count(*) FROM pg_indexes WHERE indexname = "
+                          "'jobs_unique_key_idx'"),
+            "1");
+
+  holder.exec("ROLLBACK");
+  Queue queue = must(Queue::open(url_, options));
+  EXPECT_EQ(must(queue.init()), detail::pg::kSchemaVersion);
+  NewJob same_key = job("q");
+  same_key.unique_key = "k";
+  EXPECT_EQ(must(queue.enqueue(same_key)).id, 1);
+}
+
 // FOR UPDATE through the view locks no row, so the view's UPDATE is fenced by the state and
 // token it read: of two sessions that lease one available job through the view at once (as a
 // worker of the binary before schema 10 would, its statements naming jobs), one takes it and

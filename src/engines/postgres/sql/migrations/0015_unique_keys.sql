@@ -20,21 +20,34 @@
 --
 -- Locks: ACCESS EXCLUSIVE on live (the index is dropped), waited for at most 5 s; under it,
 -- one read of the keyed live jobs through the index about to go.
-DO $do$
+--
+-- lock_for_upgrade() is the wait of migrations 10 and 11, written once for this migration and
+-- those after it: a long transaction that holds the table makes the upgrade fail at once,
+-- naming that session, instead of queueing behind it with every worker queued behind the
+-- upgrade. The lock, taken inside the function's exception block, is kept by the migration's
+-- transaction; the function's own lock_timeout ends with the call.
+CREATE FUNCTION :"schema".lock_for_upgrade(p_table regclass, p_mode text) RETURNS void
+LANGUAGE plpgsql SET lock_timeout = '5s' AS $fn$
 BEGIN
-  SET LOCAL lock_timeout = '5s';
-  LOCK TABLE :"schema".live IN ACCESS EXCLUSIVE MODE;
+  IF p_mode NOT IN ('SHARE ROW EXCLUSIVE', 'ACCESS EXCLUSIVE') THEN
+    RAISE EXCEPTION 'lock_for_upgrade: no lock mode %', p_mode
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  EXECUTE format('LOCK TABLE %s IN %s MODE', p_table, p_mode);
 EXCEPTION WHEN lock_not_available THEN
-  RAISE EXCEPTION 'the upgrade could not lock %.live within 5 s: held by %', ':"schema"',
+  RAISE EXCEPTION 'the upgrade could not lock % within 5 s: held by %', p_table,
     coalesce((SELECT string_agg(format('pid %s (%s, %s since %s)', a.pid, a.usename,
                                        a.state, a.xact_start), '; ')
               FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-              WHERE l.relation = ':"schema".live'::regclass AND l.granted
-                AND l.pid <> pg_backend_pid()), 'another session')
+              WHERE l.relation = p_table AND l.granted AND l.pid <> pg_backend_pid()),
+             'another session')
     USING ERRCODE = 'lock_not_available',
           HINT = 'end that transaction, or wait for it, and run readpast init again';
 END
-$do$;
+$fn$;
+REVOKE ALL ON FUNCTION :"schema".lock_for_upgrade(regclass, text) FROM PUBLIC;
+
+SELECT :"schema".lock_for_upgrade(':"schema".live', 'ACCESS EXCLUSIVE');
 
 -- Rows are inserted and deleted, never updated, and only probed by their primary key; a key
 -- reused often leaves dead versions that only vacuum removes, hence live's vacuum settings.
@@ -79,17 +92,19 @@ BEGIN
 END
 $do$;
 
--- Inserted rows, and rows whose queue or key changed. A key already held by this job is the
--- statement's own claim (or, for a change, the same key again): nothing to do. Otherwise the
--- plain INSERT either takes the key or fails with unique_violation.
-CREATE FUNCTION :"schema".claim_unique_key() RETURNS trigger
+-- One function for the three triggers below. A deleted row, or the old row of a changed
+-- one, gives its key back if it held it. An inserted row, or the new row of a changed one,
+-- claims its key: a key already held by this job is the statement's own claim (the enqueues
+-- below claim first), so nothing is left to do; otherwise the plain INSERT either takes the
+-- key or fails with unique_violation.
+CREATE FUNCTION :"schema".keep_unique_key() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $fn$
 BEGIN
-  IF TG_OP = 'UPDATE' THEN
+  IF TG_OP IN ('UPDATE', 'DELETE') THEN
     DELETE FROM :"schema".unique_keys k
     WHERE k.queue = OLD.queue AND k.unique_key = OLD.unique_key AND k.job_id = OLD.id;
   END IF;
-  IF NEW.unique_key IS NOT NULL THEN
+  IF TG_OP IN ('INSERT', 'UPDATE') AND NEW.unique_key IS NOT NULL THEN
     PERFORM FROM :"schema".unique_keys k
     WHERE k.queue = NEW.queue AND k.unique_key = NEW.unique_key AND k.job_id = NEW.id;
     IF NOT FOUND THEN
@@ -101,26 +116,17 @@ BEGIN
 END
 $fn$;
 
-CREATE FUNCTION :"schema".release_unique_key() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $fn$
-BEGIN
-  DELETE FROM :"schema".unique_keys k
-  WHERE k.queue = OLD.queue AND k.unique_key = OLD.unique_key AND k.job_id = OLD.id;
-  RETURN NULL;
-END
-$fn$;
-
 -- Row level with WHEN clauses: a job without a key, and the lease and settles (which name
 -- neither column), pay for the condition only.
 CREATE TRIGGER live_claim_unique_key AFTER INSERT ON :"schema".live
   FOR EACH ROW WHEN (NEW.unique_key IS NOT NULL)
-  EXECUTE FUNCTION :"schema".claim_unique_key();
+  EXECUTE FUNCTION :"schema".keep_unique_key();
 CREATE TRIGGER live_move_unique_key AFTER UPDATE OF queue, unique_key ON :"schema".live
   FOR EACH ROW WHEN ((OLD.queue, OLD.unique_key) IS DISTINCT FROM (NEW.queue, NEW.unique_key))
-  EXECUTE FUNCTION :"schema".claim_unique_key();
+  EXECUTE FUNCTION :"schema".keep_unique_key();
 CREATE TRIGGER live_release_unique_key AFTER DELETE ON :"schema".live
   FOR EACH ROW WHEN (OLD.unique_key IS NOT NULL)
-  EXECUTE FUNCTION :"schema".release_unique_key();
+  EXECUTE FUNCTION :"schema".keep_unique_key();
 
 -- The SQL interface (docs/sql.md), same signatures: enqueue and enqueue_after claim the key
 -- first, then insert the job with the id they claimed it for, so that a held key hands back
