@@ -138,6 +138,7 @@ LEFT JOIN LATERAL (
 LEFT JOIN LATERAL (
   SELECT h.job_id AS id FROM :"schema".unique_keys h
   WHERE ins.id IS NULL AND h.queue = i.queue AND h.unique_key = i.unique_key
+  LIMIT 1  -- keeps the plan a probe per input row; without it, a hash join reads every key
 ) holder ON true
 ORDER BY i.ord;
 
