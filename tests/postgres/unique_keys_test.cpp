@@ -1,9 +1,10 @@
-// Unique keys held in readpast.unique_keys (migration 15), written by live's triggers: every
-// way a job enters or leaves the live states, or changes its key, through the engine, the SQL
-// functions or an application's own SQL on readpast.jobs, holds and gives back keys as the
-// partial unique index of schema 14 did. The contract's cases (a held key hands back its
-// holder, a finished job frees it) are in the shared conformance suite; these are the paths
-// only SQL reaches, the upgrade, and the race.
+// Unique keys held in readpast.unique_keys (migration 15): every way a job enters the live
+// states claims its key (the engine's statements, the SQL functions, the jobs view's trigger),
+// and live's triggers give it back or move it whenever a job leaves them or changes its key,
+// through the engine, the SQL functions or an application's own SQL, as the partial unique
+// index of schema 14 did. The contract's cases (a held key hands back its holder, a finished
+// job frees it) are in the shared conformance suite; these are the paths only SQL reaches,
+// and the race.
 #include <algorithm>
 #include <atomic>
 #include <set>
@@ -81,8 +82,8 @@ TEST_F(UniqueKeysTest, ChangingAJobsKeyOrQueueBySqlMovesItsClaim) {
   EXPECT_TRUE(must(queue.enqueue(keyed("b", "other"))).inserted);
 }
 
-// Inserts by hand, through the view or into live, hold the key as the engine's enqueue does,
-// and one that meets a held key fails with the unique index's error, as before schema 15.
+// Inserts by hand through the view hold the key as the engine's enqueue does, and one that
+// meets a held key fails with unique_violation, as the unique index made it before schema 15.
 TEST_F(UniqueKeysTest, AnInsertBySqlHoldsItsKeyOrFailsOnAHeldOne) {
   Queue queue = open();
   SqlConnection db = sql();
@@ -90,7 +91,7 @@ TEST_F(UniqueKeysTest, AnInsertBySqlHoldsItsKeyOrFailsOnAHeldOne) {
       db.scalar("INSERT INTO readpast.jobs (queue, unique_key) VALUES ('q', 'k') RETURNING id");
   EXPECT_EQ(std::to_string(must(queue.enqueue(keyed("k"))).id), id);
   try {
-    db.exec("INSERT INTO readpast.live (queue, unique_key) VALUES ('q', 'k')");
+    db.exec("INSERT INTO readpast.jobs (queue, unique_key) VALUES ('q', 'k')");
     ADD_FAILURE() << "a second job took a held key";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("duplicate key value violates unique constraint"),
@@ -107,6 +108,20 @@ TEST_F(UniqueKeysTest, AnInsertBySqlHoldsItsKeyOrFailsOnAHeldOne) {
   db.exec("DELETE FROM readpast.jobs WHERE id = " + id);
   EXPECT_EQ(must(queue.retry(std::vector<JobId>{dead})), std::vector<JobId>{dead});
   EXPECT_EQ(holders(db), "q/k=" + std::to_string(dead));
+
+  // A finished job made live again through the view claims its key, or fails on a held one.
+  db.exec(
+      "INSERT INTO readpast.jobs (queue, unique_key, state, finished_at) "
+      "VALUES ('q', 'k', 'cancelled', now()), ('q', 'other', 'cancelled', now())");
+  EXPECT_THROW(db.exec("UPDATE readpast.jobs SET state = 'available', finished_at = NULL "
+                       "WHERE state = 'cancelled' AND unique_key = 'k'"),
+               std::runtime_error);
+  db.exec(
+      "UPDATE readpast.jobs SET state = 'available', finished_at = NULL "
+      "WHERE state = 'cancelled' AND unique_key = 'other'");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.unique_keys k JOIN readpast.live j "
+                      "ON j.id = k.job_id AND j.unique_key = 'other'"),
+            "1");
 }
 
 // A role that may only insert jobs (and read them) enqueues with a key: the triggers write

@@ -92,8 +92,8 @@ RETURNING id;
 -- Batch enqueue with unique keys, in one statement. Ids are drawn from the table's sequence up
 -- front, in input order, so that each input row can be matched to what the INSERTs did. Each
 -- key is claimed in unique_keys for its job first (migration 15), in input order, and a job
--- is inserted only if it has no key or its claim went in (the live table's trigger then
--- finds the claim its own). An input whose new_id comes back from RETURNING was inserted;
+-- is inserted only if it has no key or its claim went in. An input whose new_id comes back
+-- from RETURNING was inserted;
 -- otherwise its unique key was held, and the holder is either an earlier row of this same
 -- batch (found in `inserted`) or a claim visible to this statement's snapshot. A holder
 -- committed by another transaction after the snapshot was taken is invisible here (ON
@@ -521,6 +521,11 @@ WITH old AS (
                          WHERE c.id = ANY(:ids::bigint[]) AND c.state IN ('dead', 'cancelled')
                            AND c.queue = j.queue AND c.unique_key = j.unique_key)))
   RETURNING j.*, old.notify AS old_notify
+), claimed AS (
+  -- The key, taken again (migration 15); a holder committed since this statement's snapshot
+  -- fails it with unique_violation.
+  INSERT INTO :"schema".unique_keys (queue, unique_key, job_id)
+  SELECT g.queue, g.unique_key, g.id FROM gone g WHERE g.unique_key IS NOT NULL
 ), revived AS (
   INSERT INTO :"schema".live OVERRIDING SYSTEM VALUE
   SELECT g.id, g.queue, 'available', g.priority, statement_timestamp(), 0, g.max_attempts,
@@ -553,6 +558,11 @@ WITH old AS (
                          WHERE c.queue = :queue::text AND c.state = :state::text
                            AND c.queue = j.queue AND c.unique_key = j.unique_key)))
   RETURNING j.*, old.notify AS old_notify
+), claimed AS (
+  -- The key, taken again (migration 15); a holder committed since this statement's snapshot
+  -- fails it with unique_violation.
+  INSERT INTO :"schema".unique_keys (queue, unique_key, job_id)
+  SELECT g.queue, g.unique_key, g.id FROM gone g WHERE g.unique_key IS NOT NULL
 ), revived AS (
   INSERT INTO :"schema".live OVERRIDING SYSTEM VALUE
   SELECT g.id, g.queue, 'available', g.priority, statement_timestamp(), 0, g.max_attempts,

@@ -6,17 +6,22 @@
 -- index goes. It also costs a keyed job less: the index took one more entry at every lease
 -- (a lease's update cannot be HOT), the table takes none.
 --
--- Who writes it: live's row triggers, so that every program that writes jobs (the engine, the
--- SQL functions, the jobs view's INSTEAD OF trigger, an application's own INSERT into
--- readpast.jobs) holds and gives back keys the same way, written once:
---   an insert into live        claims the key, unless the statement claimed it first for
---                              this very job (the enqueues below, which hand back the
---                              holder's id instead of failing); a key another job holds
---                              fails the statement with unique_violation, as the index did;
---   a change of queue or key   gives the old key back and claims the new one;
---   a delete from live         gives the key back (a job moved to done, or deleted).
--- An insert that conflicts waits for the transaction that holds the key's row, as it waited
--- for the index entry, and fails only if that transaction commits.
+-- Who writes it:
+--   every insert of a keyed job into live   claims the key first, in its own statement: the
+--                              engine's enqueues (statements.sql: enqueue, enqueue_tick,
+--                              insert_dependent, retry, retry_all), the SQL functions enqueue
+--                              and enqueue_after, and the jobs view's INSTEAD OF trigger
+--                              (claim_unique_key(), below). An enqueue that hands back the
+--                              holder's id claims with ON CONFLICT DO NOTHING; the others with
+--                              a plain INSERT, which fails with unique_violation on a held key
+--                              as the index did, after waiting for an uncommitted holder;
+--   a change of queue or key   live's row trigger gives the old key back and claims the new;
+--   a delete from live         live's row trigger gives the key back (a job moved to done, or
+--                              deleted, by any program).
+-- Claims are not a trigger: a row trigger that reads unique_keys cost 6 µs a keyed row and
+-- slowed batched keyed enqueues by a third (docs/benchmarks.md, run 44); only an INSERT
+-- written straight into live, which is readpast's table, holds no key that way (jobs are
+-- written through readpast.jobs or the functions, docs/sql.md).
 --
 -- Locks: ACCESS EXCLUSIVE on live (the index is dropped), waited for at most 5 s; under it,
 -- one read of the keyed live jobs through the index about to go.
@@ -92,25 +97,16 @@ BEGIN
 END
 $do$;
 
--- One function for the three triggers below. A deleted row, or the old row of a changed
--- one, gives its key back if it held it. An inserted row, or the new row of a changed one,
--- claims its key: a key already held by this job is the statement's own claim (the enqueues
--- below claim first), so nothing is left to do; otherwise the plain INSERT either takes the
--- key or fails with unique_violation.
+-- Changed and deleted rows. The old row gives its key back if it held it; the new row of a
+-- change claims its key, or fails with unique_violation if another job holds it.
 CREATE FUNCTION :"schema".keep_unique_key() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $fn$
 BEGIN
-  IF TG_OP IN ('UPDATE', 'DELETE') THEN
-    DELETE FROM :"schema".unique_keys k
-    WHERE k.queue = OLD.queue AND k.unique_key = OLD.unique_key AND k.job_id = OLD.id;
-  END IF;
-  IF TG_OP IN ('INSERT', 'UPDATE') AND NEW.unique_key IS NOT NULL THEN
-    PERFORM FROM :"schema".unique_keys k
-    WHERE k.queue = NEW.queue AND k.unique_key = NEW.unique_key AND k.job_id = NEW.id;
-    IF NOT FOUND THEN
-      INSERT INTO :"schema".unique_keys (queue, unique_key, job_id)
-      VALUES (NEW.queue, NEW.unique_key, NEW.id);
-    END IF;
+  DELETE FROM :"schema".unique_keys k
+  WHERE k.queue = OLD.queue AND k.unique_key = OLD.unique_key AND k.job_id = OLD.id;
+  IF TG_OP = 'UPDATE' AND NEW.unique_key IS NOT NULL THEN
+    INSERT INTO :"schema".unique_keys (queue, unique_key, job_id)
+    VALUES (NEW.queue, NEW.unique_key, NEW.id);
   END IF;
   RETURN NULL;
 END
@@ -118,15 +114,131 @@ $fn$;
 
 -- Row level with WHEN clauses: a job without a key, and the lease and settles (which name
 -- neither column), pay for the condition only.
-CREATE TRIGGER live_claim_unique_key AFTER INSERT ON :"schema".live
-  FOR EACH ROW WHEN (NEW.unique_key IS NOT NULL)
-  EXECUTE FUNCTION :"schema".keep_unique_key();
 CREATE TRIGGER live_move_unique_key AFTER UPDATE OF queue, unique_key ON :"schema".live
   FOR EACH ROW WHEN ((OLD.queue, OLD.unique_key) IS DISTINCT FROM (NEW.queue, NEW.unique_key))
   EXECUTE FUNCTION :"schema".keep_unique_key();
 CREATE TRIGGER live_release_unique_key AFTER DELETE ON :"schema".live
   FOR EACH ROW WHEN (OLD.unique_key IS NOT NULL)
   EXECUTE FUNCTION :"schema".keep_unique_key();
+
+-- The claim of a job the jobs view's trigger has just put into live, as its owner: a role
+-- allowed to insert jobs through the view needs no rights on unique_keys. It claims only a
+-- key the job in live has, so that it cannot be called to hold keys for jobs that are not
+-- there. A held key fails with unique_violation.
+CREATE FUNCTION :"schema".claim_unique_key(p_id bigint) RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog AS $fn$
+  INSERT INTO :"schema".unique_keys (queue, unique_key, job_id)
+  SELECT j.queue, j.unique_key, j.id FROM :"schema".live j
+  WHERE j.id = p_id AND j.unique_key IS NOT NULL;
+$fn$;
+
+-- Migration 10's jobs_view_write(), which now claims the key of each job it puts into live
+-- (the only change: the two claim_unique_key() calls).
+CREATE OR REPLACE FUNCTION :"schema".jobs_view_write() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  cur :"schema".jobs;  -- the job's row as it is now, locked (the tables' columns, in order)
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    IF NEW.id IS NOT NULL THEN
+      RAISE EXCEPTION 'cannot insert a non-DEFAULT value into column "id"'
+        USING ERRCODE = 'generated_always', DETAIL = 'A job takes its id from jobs_id_seq.';
+    END IF;
+    NEW.id := nextval(':"schema".jobs_id_seq');
+    IF NEW.state IN ('available', 'running', 'waiting') THEN
+      INSERT INTO :"schema".live OVERRIDING SYSTEM VALUE SELECT NEW.*;
+      PERFORM :"schema".claim_unique_key(NEW.id);
+    ELSE
+      INSERT INTO :"schema".done SELECT NEW.*;
+    END IF;
+    RETURN NEW;
+  END IF;
+
+  IF TG_OP = 'DELETE' THEN
+    DELETE FROM :"schema".live WHERE id = OLD.id;
+    IF NOT FOUND THEN
+      DELETE FROM :"schema".done WHERE id = OLD.id;
+    END IF;
+    RETURN CASE WHEN FOUND THEN OLD END;
+  END IF;
+
+  IF NEW.id IS DISTINCT FROM OLD.id THEN
+    RAISE EXCEPTION 'a job''s id cannot change' USING ERRCODE = 'feature_not_supported';
+  END IF;
+  IF OLD.state IN ('available', 'running', 'waiting') THEN
+    SELECT * INTO cur FROM :"schema".live WHERE id = OLD.id FOR UPDATE;
+  ELSE
+    SELECT * INTO cur FROM :"schema".done WHERE id = OLD.id FOR UPDATE;
+  END IF;
+  IF NOT FOUND OR cur.state IS DISTINCT FROM OLD.state
+     OR cur.lease_token IS DISTINCT FROM OLD.lease_token THEN
+    RETURN NULL;  -- changed since this statement read it: not updated
+  END IF;
+  IF NEW.queue IS NOT DISTINCT FROM OLD.queue THEN NEW.queue := cur.queue; END IF;
+  IF NEW.state IS NOT DISTINCT FROM OLD.state THEN NEW.state := cur.state; END IF;
+  IF NEW.priority IS NOT DISTINCT FROM OLD.priority THEN NEW.priority := cur.priority; END IF;
+  IF NEW.run_at IS NOT DISTINCT FROM OLD.run_at THEN NEW.run_at := cur.run_at; END IF;
+  IF NEW.attempts IS NOT DISTINCT FROM OLD.attempts THEN NEW.attempts := cur.attempts; END IF;
+  IF NEW.max_attempts IS NOT DISTINCT FROM OLD.max_attempts THEN
+    NEW.max_attempts := cur.max_attempts;
+  END IF;
+  IF NEW.lease_token IS NOT DISTINCT FROM OLD.lease_token THEN
+    NEW.lease_token := cur.lease_token;
+  END IF;
+  IF NEW.leased_by IS NOT DISTINCT FROM OLD.leased_by THEN NEW.leased_by := cur.leased_by; END IF;
+  IF NEW.lease_expires_at IS NOT DISTINCT FROM OLD.lease_expires_at THEN
+    NEW.lease_expires_at := cur.lease_expires_at;
+  END IF;
+  IF NEW.enqueued_at IS NOT DISTINCT FROM OLD.enqueued_at THEN
+    NEW.enqueued_at := cur.enqueued_at;
+  END IF;
+  IF NEW.started_at IS NOT DISTINCT FROM OLD.started_at THEN
+    NEW.started_at := cur.started_at;
+  END IF;
+  IF NEW.finished_at IS NOT DISTINCT FROM OLD.finished_at THEN
+    NEW.finished_at := cur.finished_at;
+  END IF;
+  IF NEW.unique_key IS NOT DISTINCT FROM OLD.unique_key THEN
+    NEW.unique_key := cur.unique_key;
+  END IF;
+  IF NEW.last_error IS NOT DISTINCT FROM OLD.last_error THEN
+    NEW.last_error := cur.last_error;
+  END IF;
+  IF NEW.payload IS NOT DISTINCT FROM OLD.payload THEN NEW.payload := cur.payload; END IF;
+  IF NEW.progress IS NOT DISTINCT FROM OLD.progress THEN NEW.progress := cur.progress; END IF;
+  IF NEW.waiting_for IS NOT DISTINCT FROM OLD.waiting_for THEN
+    NEW.waiting_for := cur.waiting_for;
+  END IF;
+  IF NEW.notify IS NOT DISTINCT FROM OLD.notify THEN NEW.notify := cur.notify; END IF;
+  IF NEW.delay_us IS NOT DISTINCT FROM OLD.delay_us THEN NEW.delay_us := cur.delay_us; END IF;
+  IF NEW.group_name IS NOT DISTINCT FROM OLD.group_name THEN
+    NEW.group_name := cur.group_name;
+  END IF;
+  IF (NEW.state IN ('available', 'running', 'waiting'))
+     = (OLD.state IN ('available', 'running', 'waiting')) THEN
+    -- In place, in whichever table holds it (both have the view's columns, in its order).
+    EXECUTE format('UPDATE :"schema".%I SET (queue, state, priority, run_at, attempts,
+        max_attempts, lease_token, leased_by, lease_expires_at, enqueued_at, started_at,
+        finished_at, unique_key, last_error, payload, progress, waiting_for, notify, delay_us,
+        group_name)
+      = (($1).queue, ($1).state, ($1).priority, ($1).run_at, ($1).attempts, ($1).max_attempts,
+        ($1).lease_token, ($1).leased_by, ($1).lease_expires_at, ($1).enqueued_at,
+        ($1).started_at, ($1).finished_at, ($1).unique_key, ($1).last_error, ($1).payload,
+        ($1).progress, ($1).waiting_for, ($1).notify, ($1).delay_us, ($1).group_name)
+      WHERE id = $2',
+        CASE WHEN OLD.state IN ('available', 'running', 'waiting') THEN 'live' ELSE 'done' END)
+      USING NEW, OLD.id;
+  ELSIF NEW.state IN ('available', 'running', 'waiting') THEN
+    INSERT INTO :"schema".live OVERRIDING SYSTEM VALUE SELECT NEW.*;
+    PERFORM :"schema".claim_unique_key(NEW.id);
+    DELETE FROM :"schema".done WHERE id = OLD.id;
+  ELSE
+    INSERT INTO :"schema".done SELECT NEW.*;
+    DELETE FROM :"schema".live WHERE id = OLD.id;
+  END IF;
+  RETURN NEW;
+END
+$fn$;
 
 -- The SQL interface (docs/sql.md), same signatures: enqueue and enqueue_after claim the key
 -- first, then insert the job with the id they claimed it for, so that a held key hands back
