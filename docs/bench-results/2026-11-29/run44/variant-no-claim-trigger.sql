@@ -1,0 +1,1 @@
+DROP TRIGGER live_claim_unique_key ON readpast.live;
