@@ -75,10 +75,11 @@ WHERE j.unique_key IS NOT NULL AND j.state IN ('available', 'running', 'waiting'
 DROP INDEX :"schema".jobs_unique_key_idx;
 
 -- Privileges: a role granted rights on live (an application's, carried over from the jobs
--- table by migration 10) gets the same on unique_keys, which the enqueues below read and
--- write in the caller's name. The triggers need none of the caller's: SECURITY DEFINER, like
--- the lanes' (migration 11), so that a role allowed to insert jobs with a key may, without
--- rights of its own on unique_keys.
+-- table by migration 10) gets the same on unique_keys, which the enqueues below and the
+-- engine's statements read and write in the caller's name. The triggers and the view's
+-- claim_unique_key() need none of the caller's: SECURITY DEFINER, like the lanes' functions
+-- (migration 11), so that a role allowed to write jobs through the view may write keyed ones
+-- without rights of its own on unique_keys.
 DO $do$
 DECLARE
   g record;
