@@ -584,6 +584,22 @@ TEST_F(SchemaTest, TheUpgradeToLanesRegistersTheLanesOfTheJobsThereAndKeepsRoles
   db.exec("DROP ROLE " + role);
 }
 
+// Opens with init while `holder` (pid `pid`) holds a table the upgrade must lock: the upgrade
+// must give up within seconds, saying `expected` and naming the holder.
+void expect_upgrade_refused(const std::string& url, const std::string& pid,
+                            const std::string& expected) {
+  QueueOptions options;
+  options.init_schema = true;
+  const auto started = std::chrono::steady_clock::now();
+  auto refused = Queue::open(url, options);
+  const auto waited = std::chrono::steady_clock::now() - started;
+  ASSERT_FALSE(refused) << "the upgrade went ahead under another session's lock";
+  EXPECT_NE(refused.error().message.find(expected), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("pid " + pid), std::string::npos)
+      << refused.error().message;
+  EXPECT_LT(waited, std::chrono::seconds(30));
+}
+
 // The upgrade to schema 10 waits at most 5 s for its lock on the jobs table: a long
 // transaction that holds the table makes init fail, naming that session, instead of queueing
 // behind it with every worker queued behind the upgrade; nothing has changed, and init
@@ -596,22 +612,14 @@ TEST_F(SchemaTest, TheUpgradeToTheFinishedJobsTableGivesUpOnALongTransactionAndS
   holder.exec("BEGIN");
   holder.exec("SELECT count(*) FROM readpast.jobs");  // ACCESS SHARE until the transaction ends
 
-  QueueOptions options;
-  options.init_schema = true;
-  const auto started = std::chrono::steady_clock::now();
-  auto refused = Queue::open(url_, options);
-  const auto waited = std::chrono::steady_clock::now() - started;
-  ASSERT_FALSE(refused) << "the upgrade went ahead under another session's lock";
-  EXPECT_NE(refused.error().message.find("could not lock"), std::string::npos)
-      << refused.error().message;
-  EXPECT_NE(refused.error().message.find("pid " + pid), std::string::npos)
-      << refused.error().message;
-  EXPECT_LT(waited, std::chrono::seconds(30));
+  expect_upgrade_refused(url_, pid, "could not lock");
   EXPECT_EQ(holder.scalar("SELECT max(version) FROM readpast.schema_version"), "9");
   EXPECT_EQ(holder.scalar("SELECT relkind FROM pg_class WHERE oid = 'readpast.jobs'::regclass"),
             "r");
 
   holder.exec("ROLLBACK");
+  QueueOptions options;
+  options.init_schema = true;
   Queue queue = must(Queue::open(url_, options));
   EXPECT_EQ(must(queue.init()), detail::pg::kSchemaVersion);
   EXPECT_EQ(must(queue.get(1)).state, JobState::kAvailable);
@@ -628,24 +636,15 @@ TEST_F(SchemaTest, TheUpgradeToTheKeysTableGivesUpOnALongTransactionAndSaysWhich
   holder.exec("BEGIN");
   holder.exec("SELECT count(*) FROM readpast.live");  // ACCESS SHARE until the transaction ends
 
-  QueueOptions options;
-  options.init_schema = true;
-  const auto started = std::chrono::steady_clock::now();
-  auto refused = Queue::open(url_, options);
-  const auto waited = std::chrono::steady_clock::now() - started;
-  ASSERT_FALSE(refused) << "the upgrade went ahead under another session's lock";
-  EXPECT_NE(refused.error().message.find("could not lock readpast.live within 5 s"),
-            std::string::npos)
-      << refused.error().message;
-  EXPECT_NE(refused.error().message.find("pid " + pid), std::string::npos)
-      << refused.error().message;
-  EXPECT_LT(waited, std::chrono::seconds(30));
+  expect_upgrade_refused(url_, pid, "could not lock readpast.live within 5 s");
   EXPECT_EQ(holder.scalar("SELECT max(version) FROM readpast.schema_version"), "14");
   EXPECT_EQ(holder.scalar("SELECT count(*) FROM pg_indexes WHERE indexname = "
                           "'jobs_unique_key_idx'"),
             "1");
 
   holder.exec("ROLLBACK");
+  QueueOptions options;
+  options.init_schema = true;
   Queue queue = must(Queue::open(url_, options));
   EXPECT_EQ(must(queue.init()), detail::pg::kSchemaVersion);
   NewJob same_key = job("q");

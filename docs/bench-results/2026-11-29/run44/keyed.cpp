@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   t = std::chrono::steady_clock::now();
   check(drain(*q, "p") == n, "drained every plain job");
   const double plain_drain = n / seconds_since(t);
-  printf("single %.0f batch %.0f held %.0f drain %.0f plain_batch %.0f plain_drain %.0f\n",
-         single, batch, held, keyed_drain, plain_batch, plain_drain);
+  printf("single %.0f batch %.0f held %.0f drain %.0f plain_batch %.0f plain_drain %.0f\n", single,
+         batch, held, keyed_drain, plain_batch, plain_drain);
   return 0;
 }
