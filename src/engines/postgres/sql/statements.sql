@@ -93,12 +93,12 @@ RETURNING id;
 -- front, in input order, so that each input row can be matched to what the INSERTs did. Each
 -- key is claimed in unique_keys for its job first (migration 15), in input order, and a job
 -- is inserted only if it has no key or its claim went in. An input whose new_id comes back
--- from RETURNING was inserted;
--- otherwise its unique key was held, and the holder is either an earlier row of this same
--- batch (found in `inserted`) or a claim visible to this statement's snapshot. A holder
--- committed by another transaction after the snapshot was taken is invisible here (ON
--- CONFLICT still saw it): id is then NULL and the engine looks again with a new statement
--- (see pg_jobs.cpp).
+-- from RETURNING was inserted; otherwise its unique key was held, and the holder is either an
+-- earlier row of this same batch (found in `inserted`) or a claim visible to this statement's
+-- snapshot (the LIMIT keeps that lookup a probe per input row: without it, once unique_keys
+-- has statistics, the planner joins the batch to every key by hash). A holder committed by
+-- another transaction after the snapshot was taken is invisible here (ON CONFLICT still saw
+-- it): id is then NULL and the engine looks again with a new statement (see pg_jobs.cpp).
 WITH input AS (
   SELECT t.ord, t.queue, t.payload, t.priority, t.run_at, t.delay_us, t.max_attempts,
          t.unique_key, nextval(':"schema".jobs_id_seq') AS new_id
@@ -138,7 +138,7 @@ LEFT JOIN LATERAL (
 LEFT JOIN LATERAL (
   SELECT h.job_id AS id FROM :"schema".unique_keys h
   WHERE ins.id IS NULL AND h.queue = i.queue AND h.unique_key = i.unique_key
-  LIMIT 1  -- keeps the plan a probe per input row; without it, a hash join reads every key
+  LIMIT 1
 ) holder ON true
 ORDER BY i.ord;
 
