@@ -10,7 +10,6 @@
 #include <set>
 #include <thread>
 
-#include "engines/postgres/postgres_sql.hpp"
 #include "pg_test_util.hpp"
 
 namespace readpast::test {
