@@ -67,10 +67,20 @@ struct Queue::State {
     last_resolve = now;
     return true;
   }
+  // Held by whoever runs rounds of resolve_dependencies through this Queue. An engine skips a
+  // round while another session holds the database's resolver lock, and reports nothing
+  // done; without this, resolve_all() could return while a lease of this same process was
+  // telling one level of a chain, and a draining worker would stop with the next level
+  // untold (a chain cancelled by a dead job, cli.mariadb under CI's load). resolve_all()
+  // waits for it; a lease only tries it, and leaves the work to whoever holds it.
+  std::mutex resolve_mu;
+
   // One round of resolve_dependencies for lease(): a lease waits for one short transaction
   // at most. A round that found work makes the next lease run another at once, so that the
   // leases of a busy worker keep up with the jobs finishing; an error leaves it to the next.
   void resolve_one_round() {
+    std::unique_lock round(resolve_mu, std::try_to_lock);
+    if (!round.owns_lock()) return;
     auto moved = noted(engine->resolve_dependencies());
     if (moved && *moved > 0) {
       std::lock_guard lock(mu);
@@ -80,6 +90,7 @@ struct Queue::State {
 
   // Tells dependents until nothing is left (Queue::resolve_dependencies).
   Result<std::int64_t> resolve_all() {
+    std::lock_guard rounds(resolve_mu);
     std::int64_t total = 0;
     while (true) {
       auto moved = noted(engine->resolve_dependencies());
