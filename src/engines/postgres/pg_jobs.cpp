@@ -158,12 +158,27 @@ Result<std::vector<Enqueued>> enqueue_unique(Connection& connection, const Sql& 
     for (std::size_t i = 0; i < jobs.size(); ++i) pending.push_back(i);
   }
   for (int round = 0; round < kMaxEnqueueRounds && !pending.empty(); ++round) {
+    // A NULL id means the unique key's holder committed after the statement's snapshot (ON
+    // CONFLICT saw it, the lookup did not). The next round, a new statement with a new
+    // snapshot, either sees that holder or — if it finished in between — inserts the job
+    // after all.
+    if (pending.size() == 1 && jobs[pending.front()].unique_key) {
+      const NewJob& job = jobs[pending.front()];
+      using S = sql::enqueue_one_keyed;
+      auto rows = connection.exec(statements.enqueue_one_keyed,
+                                  scalar_enqueue_params<S>(job, S::payload, job.payload)
+                                      .text(S::unique_key, *job.unique_key));
+      if (!rows) return fail_with(rows.error());
+      if (rows->size() != 1) return fail_with(Error::internal("enqueue: no row came back"));
+      if (!rows->is_null(0, 0)) {
+        results[pending.front()] = Enqueued{rows->int8(0, 0), rows->boolean(0, 1)};
+        pending.clear();
+      }
+      continue;
+    }
     auto rows = connection.exec(statements.enqueue, enqueue_params<sql::enqueue>(jobs, pending));
     if (!rows) return fail_with(rows.error());
-    // Rows come back in input order: (ord, id, inserted). A NULL id means the unique key's
-    // holder committed after this statement's snapshot (ON CONFLICT saw it, the lookup did
-    // not). The next round, a new statement with a new snapshot, either sees that holder
-    // or — if it finished in between — inserts the job after all.
+    // Rows come back in input order: (ord, id, inserted).
     std::vector<std::size_t> unresolved;
     for (int r = 0; r < rows->size(); ++r) {
       const auto ord = static_cast<std::size_t>(rows->int8(r, 0));

@@ -90,6 +90,7 @@ Sql::Sql(const SchemaName& schema)
       listen(make<sql::listen>("listen", schema)),
       schema_version(make<sql::schema_version>("schema_version", schema)),
       enqueue_one(make<sql::enqueue_one>("enqueue_one", schema)),
+      enqueue_one_keyed(make<sql::enqueue_one_keyed>("enqueue_one_keyed", schema)),
       enqueue_many(make<sql::enqueue_many>("enqueue_many", schema)),
       enqueue_uniform(make<sql::enqueue_uniform>("enqueue_uniform", schema)),
       enqueue(make<sql::enqueue>("enqueue", schema)),

@@ -57,6 +57,7 @@ struct Sql {
   Statement listen;  // a script, on the listener's connection
   Statement schema_version;
   Statement enqueue_one;
+  Statement enqueue_one_keyed;
   Statement enqueue_many;
   Statement enqueue_uniform;
   Statement enqueue;

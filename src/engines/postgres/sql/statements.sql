@@ -88,6 +88,34 @@ FROM unnest(:payloads::bytea[]) WITH ORDINALITY AS t(payload, ord)
 ORDER BY t.ord
 RETURNING id;
 
+-- name: enqueue_one_keyed
+-- One job with a unique key: the statement below for a batch of one, with scalars. The batch
+-- statement's CTEs and lateral joins made PostgreSQL plan it afresh on every call under
+-- plan_cache_mode = auto (a keyed enqueue one by one ran at 0.80 of schema 14's,
+-- docs/benchmarks.md run 44); this one is cheap to plan and to run. The key is claimed for the
+-- id drawn here; the job goes in only with the claim. When the claim fails, the holder is
+-- looked up in this statement's snapshot: NULL when it committed after the snapshot was taken,
+-- and the engine asks again (pg_jobs.cpp), as for the batch.
+WITH claimed AS (
+  INSERT INTO :"schema".unique_keys AS k (queue, unique_key, job_id)
+  VALUES (:queue::text, :unique_key::text, nextval(':"schema".jobs_id_seq'))
+  ON CONFLICT (queue, unique_key) DO NOTHING
+  RETURNING k.job_id
+), inserted AS (
+  INSERT INTO :"schema".live AS j (id, queue, payload, priority, run_at, max_attempts, unique_key)
+  OVERRIDING SYSTEM VALUE
+  SELECT c.job_id, :queue::text, :payload::bytea, :priority::integer,
+         coalesce(:run_at::timestamptz,
+                  statement_timestamp() + coalesce(:delay_us::bigint, 0) * interval '1 microsecond'),
+         :max_attempts::integer, :unique_key::text
+  FROM claimed c
+  RETURNING j.id
+)
+SELECT coalesce((SELECT i.id FROM inserted i),
+                (SELECT h.job_id FROM :"schema".unique_keys h
+                 WHERE h.queue = :queue::text AND h.unique_key = :unique_key::text)) AS id,
+       EXISTS (SELECT 1 FROM inserted) AS inserted;
+
 -- name: enqueue
 -- Batch enqueue with unique keys, in one statement. Ids are drawn from the table's sequence up
 -- front, in input order, so that each input row can be matched to what the INSERTs did. Each
