@@ -56,9 +56,10 @@ class Subscription {
 
 class Queue {
  public:
-  // URL: "sqlite:PATH" (PATH may be relative; "?synchronous=normal", "?busy_timeout=MS" and
-  // "?cache_mib=N" may follow) or "postgresql://..." / libpq keywords. The database file must exist
-  // unless options.init_schema is set.
+  // URL: "sqlite:PATH" (PATH may be relative; "?synchronous=normal", "?busy_timeout=MS",
+  // "?cache_mib=N" and, for a new file, "?page_size=N" may follow; docs/sqlite.md) or
+  // "postgresql://..." / libpq keywords. The database file must exist unless
+  // options.init_schema is set.
   static Result<Queue> open(std::string_view url, QueueOptions options = {});
 
   Queue(Queue&&) noexcept;

@@ -21,7 +21,7 @@ struct DatabaseUrl {
   // What the engine connects to: SQLite's file path, libpq's connection string (URI or
   // keywords) less readpast's own parameters.
   std::string location;
-  // readpast's own parameters (SQLite: synchronous, busy_timeout, cache_mib; PostgreSQL:
+  // readpast's own parameters (SQLite: synchronous, busy_timeout, cache_mib, page_size; PostgreSQL:
   // schema, reply_timeout).
   std::map<std::string, std::string, std::less<>> params;
   // The URL with any password replaced by "***": the only form that may be printed.

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -37,6 +38,7 @@ class SqliteEngineTest : public ::testing::Test {
     sqlite::Connection::Settings settings;
     settings.path = path();
     settings.create = true;
+    settings.page_size = 4096;  // SQLite's default, which releases before run 45 kept
     auto connection = sqlite::Connection::open(settings);
     ASSERT_TRUE(connection);
     ASSERT_EQ(*sqlite::migrate(**connection, version), version);
@@ -91,6 +93,68 @@ TEST_F(SqliteEngineTest, TheFileIsInWalModeWithSynchronousFullUnlessTheUrlSaysOt
   auto bad = Queue::open(url() + "?synchronous=sometimes");
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
+}
+
+// A new file gets kDefaultPageSize-byte pages, or the URL's page_size; an existing one keeps
+// its own, whatever the URL says, and works as before.
+TEST_F(SqliteEngineTest, ANewDatabaseGetsTheDefaultPageSizeAndAnOldOneKeepsItsOwn) {
+  // From the file's header: a big-endian 16-bit number at offset 16 (1 stands for 65536).
+  QueueOptions create;
+  create.init_schema = true;
+  auto page_size = [](const std::string& file) {
+    std::ifstream in(file, std::ios::binary);
+    unsigned char header[18] = {};
+    in.read(reinterpret_cast<char*>(header), sizeof header);
+    EXPECT_TRUE(in) << file;
+    const int size = header[16] << 8 | header[17];
+    return size == 1 ? 65536 : size;
+  };
+  auto works = [](const std::string& url) {
+    auto queue = Queue::open(url);
+    ASSERT_TRUE(queue) << queue.error().message;
+    NewJob job;
+    job.queue = "q";
+    job.payload = "{}";
+    ASSERT_TRUE(queue->enqueue(job));
+    auto leased = queue->lease(LeaseRequest{.queue = "q", .worker_id = "w", .max_jobs = 10});
+    ASSERT_TRUE(leased);
+    ASSERT_EQ(leased->size(), 1u);
+    EXPECT_TRUE(queue->complete(leased->front().id, *leased->front().lease_token));
+  };
+  // A file of an older release, with SQLite's default pages, upgraded by this one.
+  ASSERT_NO_FATAL_FAILURE(create_as_release(8));
+  ASSERT_TRUE(Queue::open(url(), create));
+  EXPECT_EQ(page_size(path()), 4096);
+  works(url());
+  EXPECT_EQ(page_size(path()), 4096);
+
+  const std::string fresh = dir_.file("fresh.db");
+  ASSERT_TRUE(Queue::open("sqlite:" + fresh, create));
+  EXPECT_EQ(page_size(fresh), sqlite::Connection::kDefaultPageSize);
+  EXPECT_EQ(sqlite::Connection::kDefaultPageSize, 2048);
+  works("sqlite:" + fresh + "?page_size=8192");  // the file has its pages already
+  EXPECT_EQ(page_size(fresh), 2048);
+
+  const std::string chosen = dir_.file("chosen.db");
+  ASSERT_TRUE(Queue::open("sqlite:" + chosen + "?page_size=8192", create));
+  EXPECT_EQ(page_size(chosen), 8192);
+  works("sqlite:" + chosen);
+  EXPECT_EQ(page_size(chosen), 8192);
+}
+
+TEST_F(SqliteEngineTest, ABadPageSizeIsRefusedBeforeAnythingIsCreated) {
+  QueueOptions create;
+  create.init_schema = true;
+  for (const char* bad : {"?page_size=1000", "?page_size=256", "?page_size=131072", "?page_size=0",
+                          "?page_size=-2048", "?page_size=big", "?page_size="}) {
+    auto opened = Queue::open(url() + bad, create);
+    ASSERT_FALSE(opened) << bad;
+    EXPECT_EQ(opened.error().code, ErrorCode::kInvalidArgument) << bad;
+    EXPECT_NE(opened.error().message.find("page_size"), std::string::npos)
+        << opened.error().message;
+    EXPECT_EQ(opened.error().message.find('\n'), std::string::npos) << opened.error().message;
+    EXPECT_FALSE(std::filesystem::exists(path())) << bad;
+  }
 }
 
 TEST_F(SqliteEngineTest, EachConnectionsPageCacheIsTheUrlsCacheMib) {

@@ -105,6 +105,12 @@ Result<std::unique_ptr<Connection>> Connection::open(const Settings& settings) {
     return fail_with((*connection)->error(code, "registering readpast_lease_token()"));
   }
   if (!settings.read_only) {
+    // Before anything writes the file: on a new (empty) database this sets its page size;
+    // on any other it changes nothing. A number we checked, never user text.
+    const std::string page_size = "PRAGMA page_size=" + std::to_string(settings.page_size);
+    if (sqlite3_exec(raw, page_size.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
+      return fail_with((*connection)->error(sqlite3_errcode(raw), "setting page_size"));
+    }
     // WAL lets readers run beside the one writer and makes a commit one append. It is a
     // property of the file, so setting it on every open is cheap once it is set. (A
     // read-only connection reads a WAL file as such without it.)

@@ -1629,6 +1629,14 @@ Result<std::unique_ptr<Engine>> open_sqlite_engine(const DatabaseUrl& url,
                                              std::to_string(kMaxCacheMib)));
   }
   settings.cache_mib = *cache;
+  auto page_size = parse_int_param(url, "page_size", Connection::kDefaultPageSize);
+  if (!page_size) return fail_with(page_size.error());
+  if (*page_size < 512 || *page_size > 65536 || (*page_size & (*page_size - 1)) != 0) {
+    return fail_with(Error::invalid_argument(
+        "bad URL '" + url.redacted +
+        "': page_size must be a power of two from 512 to 65536 (it applies to a new database)"));
+  }
+  settings.page_size = *page_size;
   // FULL by default: in WAL mode it syncs the log on every commit, so an acknowledged
   // enqueue or completion survives a power loss. NORMAL may lose the last transactions
   // (never corrupt the file); see docs/sqlite.md.

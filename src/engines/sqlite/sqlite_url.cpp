@@ -1,4 +1,5 @@
-// The SQLite engine's URLs: "sqlite:PATH[?synchronous=...&busy_timeout=...&cache_mib=...]",
+// The SQLite engine's URLs:
+// "sqlite:PATH[?synchronous=...&busy_timeout=...&cache_mib=...&page_size=...]",
 // also written "sqlite://PATH" (sqlite:///abs, sqlite://rel) as many tools do.
 #include "core/url.hpp"
 
@@ -37,10 +38,10 @@ Result<DatabaseUrl> parse(std::string_view url) {
         Error::invalid_argument("bad URL '" + parsed.redacted + "': parameters must be key=value"));
   }
   for (const auto& [key, value] : parsed.params) {
-    if (key != "synchronous" && key != "busy_timeout" && key != "cache_mib") {
-      return fail_with(
-          Error::invalid_argument("bad URL '" + parsed.redacted + "': unknown parameter '" + key +
-                                  "' (sqlite URLs take synchronous, busy_timeout and cache_mib)"));
+    if (key != "synchronous" && key != "busy_timeout" && key != "cache_mib" && key != "page_size") {
+      return fail_with(Error::invalid_argument(
+          "bad URL '" + parsed.redacted + "': unknown parameter '" + key +
+          "' (sqlite URLs take synchronous, busy_timeout, cache_mib and page_size)"));
     }
   }
   parsed.location = std::string(path);
@@ -51,7 +52,8 @@ Result<DatabaseUrl> parse(std::string_view url) {
 
 const UrlScheme& sqlite_url_scheme() {
   static constexpr UrlScheme kSqlite{
-      "sqlite", "sqlite:PATH[?busy_timeout=MS&synchronous=normal&cache_mib=N]", claims, parse};
+      "sqlite", "sqlite:PATH[?busy_timeout=MS&synchronous=normal&cache_mib=N&page_size=N]", claims,
+      parse};
   return kSqlite;
 }
 
