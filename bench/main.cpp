@@ -78,6 +78,9 @@ json meta_line(const Settings& settings, const std::vector<std::string>& suites)
   } else {
     meta["sqlite"] = sqlite3_libversion();
     meta["sqlite_synchronous"] = settings.target.sqlite_synchronous;
+    if (settings.target.sqlite_page_size > 0) {
+      meta["sqlite_page_size"] = settings.target.sqlite_page_size;
+    }
     if (settings.target.sqlite_cache_mib > 0) {
       meta["sqlite_cache_mib"] = settings.target.sqlite_cache_mib;
     }
@@ -179,6 +182,9 @@ int main(int argc, char** argv) {
   run->add_option("--sqlite-cache-mib", settings.target.sqlite_cache_mib,
                   "readpast's page cache per SQLite connection, MiB (0: readpast's default)")
       ->check(CLI::NonNegativeNumber);
+  run->add_option("--sqlite-page-size", settings.target.sqlite_page_size,
+                  "the page size of both subjects' new SQLite files (0: readpast's default)")
+      ->check(CLI::IsMember({0, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536}));
   run->add_option("--sqlite-dir", settings.target.sqlite_dir,
                   "directory for the SQLite files (default: a new temporary one, removed after)");
   run->add_option("--suites", suites_text, "enqueue,drain,latency,depth,snapshot")
@@ -253,6 +259,7 @@ int main(int argc, char** argv) {
   child->add_option("--sqlite-dir", settings.target.sqlite_dir);
   child->add_option("--sqlite-synchronous", settings.target.sqlite_synchronous);
   child->add_option("--sqlite-cache-mib", settings.target.sqlite_cache_mib);
+  child->add_option("--sqlite-page-size", settings.target.sqlite_page_size);
   child->add_option("--system", child_system);
   child->add_option("--retention", child_retention);
   child->add_option("--threads", child_setup.threads);
@@ -357,7 +364,8 @@ int main(int argc, char** argv) {
           settings.child_args.end(),
           {"--sqlite-dir", settings.target.sqlite_dir, "--sqlite-synchronous",
            settings.target.sqlite_synchronous, "--sqlite-cache-mib",
-           std::to_string(settings.target.sqlite_cache_mib)});
+           std::to_string(settings.target.sqlite_cache_mib), "--sqlite-page-size",
+           std::to_string(settings.target.sqlite_page_size)});
     }
     return run_main(std::move(settings), split(suites_text), out, temporary_dir);
   } catch (const std::exception& e) {

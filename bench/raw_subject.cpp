@@ -229,8 +229,8 @@ constexpr const char* kSqliteComplete = "DELETE FROM rawq_jobs WHERE id = ?1";
 
 // One connection with its statements prepared.
 struct SqliteSession {
-  SqliteSession(const std::string& path, const std::string& synchronous)
-      : db(path, synchronous),
+  SqliteSession(const std::string& path, const std::string& synchronous, int page_size)
+      : db(path, synchronous, page_size),
         enqueue(db.raw(), kSqliteEnqueue),
         lease(db.raw(), kSqliteLease),
         lease_one(db.raw(), kSqliteLeaseOne),
@@ -248,7 +248,8 @@ class RawSqliteSubject final : public Subject {
   explicit RawSqliteSubject(const Target& target)
       : path_(target.sqlite_dir + "/raw.db"),
         synchronous_(target.sqlite_synchronous),
-        admin_(path_, synchronous_) {
+        page_size_(target.sqlite_page_size),
+        admin_(path_, synchronous_, page_size_) {
     admin_.exec(kSqliteSchema);
   }
 
@@ -300,7 +301,7 @@ class RawSqliteSubject final : public Subject {
                     std::stop_token stop) override {
     return run_threads(setup, [&](int t, WorkerCounts& mine) {
       const std::string worker = "raw/" + std::to_string(::getpid()) + "/" + std::to_string(t);
-      SqliteSession s(path_, synchronous_);
+      SqliteSession s(path_, synchronous_, page_size_);
       SqliteStmt data_version(s.db.raw(), "PRAGMA data_version");
       std::vector<std::int64_t> ids;
       SqliteStmt& lease = s.lease_of(setup.batch);
@@ -395,11 +396,12 @@ class RawSqliteSubject final : public Subject {
         return Lease(*this, std::move(s));
       }
     }
-    return Lease(*this, std::make_unique<SqliteSession>(path_, synchronous_));
+    return Lease(*this, std::make_unique<SqliteSession>(path_, synchronous_, page_size_));
   }
 
   const std::string path_;
   const std::string synchronous_;
+  const int page_size_;
   SqliteDb admin_;
   std::mutex mu_;
   std::vector<std::unique_ptr<SqliteSession>> idle_;  // guarded by mu_

@@ -192,6 +192,8 @@ std::string readpast_url(const Target& target) {
   }
   return "sqlite:" + target.sqlite_dir + "/readpast.db?synchronous=" + target.sqlite_synchronous +
          (target.sqlite_cache_mib > 0 ? "&cache_mib=" + std::to_string(target.sqlite_cache_mib)
+                                      : "") +
+         (target.sqlite_page_size > 0 ? "&page_size=" + std::to_string(target.sqlite_page_size)
                                       : "");
 }
 

@@ -65,7 +65,7 @@ std::string_view SqliteStmt::blob(int col) const {
   return {static_cast<const char*>(data), static_cast<std::size_t>(size)};
 }
 
-SqliteDb::SqliteDb(const std::string& path, const std::string& synchronous) {
+SqliteDb::SqliteDb(const std::string& path, const std::string& synchronous, int page_size) {
   sqlite3* raw = nullptr;
   const int rc =
       sqlite3_open_v2(path.c_str(), &raw,
@@ -73,6 +73,8 @@ SqliteDb::SqliteDb(const std::string& path, const std::string& synchronous) {
   db_.reset(raw);
   if (rc != SQLITE_OK) fail("sqlite: cannot open " + path);
   sqlite3_busy_handler(raw, on_busy, nullptr);
+  // Before anything writes a new file; a no-op on a file that exists.
+  exec("PRAGMA page_size=" + std::to_string(page_size > 0 ? page_size : kDefaultSqlitePageSize));
   exec("PRAGMA journal_mode=WAL");
   exec("PRAGMA synchronous=" + synchronous);
 }

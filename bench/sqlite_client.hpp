@@ -34,11 +34,18 @@ class SqliteStmt {
   sqlite3_stmt* stmt_ = nullptr;
 };
 
+// The page size readpast gives a new file (Connection::kDefaultPageSize in
+// src/engines/sqlite/sqlite_connection.hpp), so that the raw ceiling writes the same pages.
+inline constexpr int kDefaultSqlitePageSize = 2048;
+
 class SqliteDb {
  public:
   // Opens (creating) the file in WAL mode with the given synchronous level and a
   // busy handler that retries every 0.1-1 ms, like readpast's, for up to 10 s.
-  explicit SqliteDb(const std::string& path, const std::string& synchronous = "full");
+  // A new file gets page_size-byte pages (0: kDefaultSqlitePageSize); an existing one keeps
+  // its own.
+  explicit SqliteDb(const std::string& path, const std::string& synchronous = "full",
+                    int page_size = 0);
   SqliteDb(const SqliteDb&) = delete;
   SqliteDb& operator=(const SqliteDb&) = delete;
 

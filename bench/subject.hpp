@@ -57,6 +57,9 @@ struct Target {
   std::string sqlite_synchronous = "full";
   // readpast's page cache per SQLite connection (its URL's cache_mib); 0: readpast's default.
   int sqlite_cache_mib = 0;
+  // The page size both subjects' new files get (readpast's URL's page_size); 0: readpast's
+  // default for a new file, kDefaultSqlitePageSize.
+  int sqlite_page_size = 0;
   std::string name() const {
     switch (engine) {
       case EngineKind::kPostgres:
