@@ -17,6 +17,7 @@
 #include "core/schema_policy.hpp"
 #include "core/url.hpp"
 #include "core/utf8.hpp"
+#include "engines/postgres/due_now_answers.hpp"
 #include "engines/postgres/lease_frontier.hpp"
 #include "engines/postgres/lease_mode.hpp"
 #include "engines/postgres/pg_connection.hpp"
@@ -568,6 +569,11 @@ class PostgresEngine final : public Engine {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     // Listen first, then look: a job that becomes available after the look is announced.
     listener_.subscribe(queue, std::min<Duration>(timeout, kListenPatience));
+    // Another waiter's probe just found a job due but locked: its answer is this one's too.
+    if (due_now_.fresh(queue, std::chrono::steady_clock::now())) {
+      listener_.wait(queue, std::min<Duration>(timeout, kLockedDueRecheck));
+      return true;
+    }
     // Without notifications (polls()), look at the table every poll interval instead.
     const Duration look_every = listener_.polls() ? poll_interval_ : Duration::max();
     for (bool first = true;; first = false) {
@@ -581,7 +587,10 @@ class PostgresEngine final : public Engine {
         // locked by a transaction still open (another worker's lease in flight, or a
         // session holding a row lock). Return soon, but not at once, so that a caller's
         // loop does not spin.
-        if (first) listener_.wait(queue, std::min<Duration>(timeout, kLockedDueRecheck));
+        if (first) {
+          due_now_.seen(queue, std::chrono::steady_clock::now());
+          listener_.wait(queue, std::min<Duration>(timeout, kLockedDueRecheck));
+        }
         return true;
       }
       const auto left =
@@ -1339,6 +1348,9 @@ class PostgresEngine final : public Engine {
   // Whether leases read lanes. Internally synchronized.
   pg::LeaseMode mode_;
   std::map<std::string, pg::LeaseFrontier, std::less<>> frontiers_;
+  // Answers of wait_for_work's probes that its other waiters may take. Internally
+  // synchronized.
+  pg::DueNowAnswers due_now_;
   // Internally synchronized.
   pg::ConnectionPool pool_;
   pg::Listener listener_;
