@@ -276,12 +276,12 @@ TEST_F(SchemaTest, TheStorageSettingsAreInPlace) {
     EXPECT_NE(reloptions.find("autovacuum_vacuum_scale_factor=0.01"), std::string::npos)
         << table << ": " << reloptions;
   }
-  // live: the primary key, lease, due, expiry, waiting and group indexes (the unique keys are
-  // held in unique_keys since schema 15); done: the primary key, finished, notify and group
-  // indexes.
+  // live: the primary key, lease, expiry, waiting and group indexes (the unique keys are held
+  // in unique_keys since schema 15; no due index since schema 16); done: the primary key,
+  // finished, notify and group indexes.
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_indexes WHERE schemaname = 'readpast' "
                       "AND tablename = 'live'"),
-            "6");
+            "5");
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_indexes WHERE schemaname = 'readpast' "
                       "AND tablename = 'done'"),
             "4");

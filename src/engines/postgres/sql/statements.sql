@@ -625,15 +625,19 @@ SELECT statement_timestamp();
 
 -- name: next_due
 -- Microseconds until the queue's next available job is due (<= 0: one is due now); NULL
--- when the queue has no available job or is paused. One probe of jobs_due_idx, from :after
--- when given (while another session holds an old snapshot: the earliest of the engine's lane
--- frontiers, lease_frontier.hpp; below it no job is left for a lease but those that marks
--- announce, and their inserts notify). Then whether
+-- when the queue has no available job or is paused. first_run_at() (migration 16) reads the
+-- first entry of each lane of jobs_lease_idx, from :after when given in the lanes registered
+-- (while another session holds an old snapshot: the earliest of the engine's lane frontiers,
+-- lease_frontier.hpp; below it no job is left for a lease but those that marks announce, and
+-- their inserts notify). Then whether
 -- the queue's limits let no lease take a job now (running limit reached, no rate slot out of
 -- its window): a throttled worker then looks again now and then instead of spinning, since
 -- no notification announces a settled job. Under a running limit the queue's running jobs
 -- are about as many as the limit, so counting them is bounded by it.
-SELECT (extract(epoch FROM min(j.run_at) - statement_timestamp()) * 1000000)::bigint,
+SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM :"schema".queues q
+                             WHERE q.name = :queue::text AND q.paused_at IS NOT NULL)
+            THEN (extract(epoch FROM :"schema".first_run_at(:queue::text, :after::timestamptz)
+                                     - statement_timestamp()) * 1000000)::bigint END,
        EXISTS (SELECT 1 FROM :"schema".queues q
                WHERE q.name = :queue::text
                  AND ((q.running_limit IS NOT NULL
@@ -644,12 +648,7 @@ SELECT (extract(epoch FROM min(j.run_at) - statement_timestamp()) * 1000000)::bi
                           AND NOT EXISTS (SELECT 1 FROM :"schema".rate_slots s
                                           WHERE s.queue = :queue::text
                                             AND s.leased_at <= statement_timestamp()
-                                              - q.rate_window_us * interval '1 microsecond'))))
-FROM :"schema".live j
-WHERE j.queue = :queue::text AND j.state = 'available'
-  AND j.run_at >= coalesce(:after::timestamptz, '-infinity'::timestamptz)
-  AND NOT EXISTS (SELECT 1 FROM :"schema".queues q
-                  WHERE q.name = :queue::text AND q.paused_at IS NOT NULL);
+                                              - q.rate_window_us * interval '1 microsecond'))));
 
 -- name: stats
 -- One row per (queue, state): the count, then the state's sub-count (scheduled for
