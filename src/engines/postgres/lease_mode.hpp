@@ -23,13 +23,15 @@
 // While a backlog drains, leases from the head read more pages each second (run 39: the clean
 // backlog regime fell from 37,600 to 13,200 jobs/s each minute, where the lanes held 40,000).
 // So the engine also leases a queue's jobs from lanes for kLongHeadFor once a lease of that
-// queue from the head read more than kLongHeadPages pages of the two indexes it walks
-// (sql/statements.sql, lease) beyond the batch's own, then tries its head again. A long head
+// queue from the head read more than kLongHeadPages pages of jobs_lease_idx (sql/statements.sql,
+// lease) beyond the batch's own, then tries its head again. A long head
 // is the queue's own (its leases left it), so the other queues of the process keep leasing
 // from their heads; a hold lengthens every queue's head, so it turns the lanes on for all. That
-// many pages hold some 30,000 dead entries and cost a lease about 0.15 ms (run 40): several times
-// what a lease by lane costs more than one from a clean head, and more than a short drain of a
-// fresh queue leaves (the peer harness' 20,000 jobs: about 175 pages at its end). Rescue and the
+// many pages hold some 30,000 dead entries (about 200 a page) and cost a lease about 0.1 ms: in
+// run 40, 256 pages of the two indexes the lease then walked, jobs_due_idx's head too, cost
+// 0.15 ms, several times what a lease by lane costs more than one from a clean head, and more
+// than a short drain of a fresh queue leaves (the peer harness' 20,000 jobs: about 175 pages of
+// the two at its end). Since schema 16 the lease reads one index's head, once. Rescue and the
 // probe of when the next job is due start from the frontiers too while the lanes are on. The
 // settles are the same in both modes (sql/statements.sql, complete).
 //
@@ -61,7 +63,7 @@ class LeaseMode {
   static constexpr auto kHeldFor = std::chrono::seconds(1);
   static constexpr std::int64_t kHeldAge = 1000;
   static constexpr auto kCleanHeadScan = std::chrono::milliseconds(50);
-  static constexpr std::int64_t kLongHeadPages = 256;
+  static constexpr std::int64_t kLongHeadPages = 150;
   static constexpr auto kLongHeadFor = std::chrono::seconds(30);
 
   explicit LeaseMode(LeaseLanes setting)

@@ -625,19 +625,29 @@ SELECT statement_timestamp();
 
 -- name: next_due
 -- Microseconds until the queue's next available job is due (<= 0: one is due now); NULL
--- when the queue has no available job or is paused. first_run_at() (migration 16) reads the
--- first entry of each lane of jobs_lease_idx, from :after when given in the lanes registered
--- (while another session holds an old snapshot: the earliest of the engine's lane frontiers,
--- lease_frontier.hpp; below it no job is left for a lease but those that marks announce, and
--- their inserts notify). Then whether
+-- when the queue has no available job or is paused. Without :after, the queue's first entry
+-- in hand-out order, when it is due (a job is due: how early the earliest is does not matter);
+-- otherwise first_run_at() (migration 16), which reads the first entry of each lane of
+-- jobs_lease_idx, from :after when given in the lanes registered (while another session holds
+-- an old snapshot: the earliest of the engine's lane frontiers, lease_frontier.hpp; below it
+-- no job is left for a lease but those that marks announce, and their inserts notify), where
+-- a held snapshot keeps the entries of every job taken since at the head. Then whether
 -- the queue's limits let no lease take a job now (running limit reached, no rate slot out of
 -- its window): a throttled worker then looks again now and then instead of spinning, since
 -- no notification announces a settled job. Under a running limit the queue's running jobs
 -- are about as many as the limit, so counting them is bounded by it.
 SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM :"schema".queues q
                              WHERE q.name = :queue::text AND q.paused_at IS NOT NULL)
-            THEN (extract(epoch FROM :"schema".first_run_at(:queue::text, :after::timestamptz)
-                                     - statement_timestamp()) * 1000000)::bigint END,
+            THEN (extract(epoch FROM
+                    CASE WHEN :after::timestamptz IS NULL
+                         THEN (SELECT CASE WHEN h.run_at <= statement_timestamp() THEN h.run_at
+                                           ELSE :"schema".first_run_at(:queue::text, NULL) END
+                               FROM (SELECT d.run_at FROM :"schema".live d
+                                     WHERE d.queue = :queue::text AND d.state = 'available'
+                                     ORDER BY d.priority, d.run_at, d.id
+                                     LIMIT 1) h)
+                         ELSE :"schema".first_run_at(:queue::text, :after::timestamptz) END
+                    - statement_timestamp()) * 1000000)::bigint END,
        EXISTS (SELECT 1 FROM :"schema".queues q
                WHERE q.name = :queue::text
                  AND ((q.running_limit IS NOT NULL

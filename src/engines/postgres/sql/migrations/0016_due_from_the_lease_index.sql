@@ -12,17 +12,24 @@
 -- way lease_lanes() finds them (migration 12): those registered in `lanes`, and in each gap
 -- between them (below the first, above the last, the whole range when none is) the first lane
 -- with an available job, by a descent bounded by the registered lanes on either side so that it
--- reads no entry of theirs. A queue of one priority costs four or five descents instead of one.
--- (min(run_at) over jobs_lease_idx without the lanes walks the whole queue: the drain halved,
--- run 6.) From p_after, for registered lanes: where the engine's frontiers say no job is left
--- below (next_due while a snapshot is held), so that the descent starts past the entries a
--- held snapshot keeps at the lane's head, as the bounded probe of jobs_due_idx did. A lane
--- nobody registered has no frontier and is read from its head.
+-- reads no entry of theirs: four or five descents for a queue of one priority. (min(run_at) over
+-- jobs_lease_idx without the lanes walks the whole queue: the drain halved, run 6.) From
+-- p_after, for registered lanes: where the engine's frontiers say no job is left below
+-- (next_due while a snapshot is held), so that the descent starts past the entries a held
+-- snapshot keeps at the lane's head, as the bounded probe of jobs_due_idx did. A lane nobody
+-- registered has no frontier and is read from its head.
 --
--- The functions that read jobs_due_idx are replaced in place to call it, with the bodies of
--- migrations 10, 12 and 14 otherwise unchanged; lease_head_walk()'s walked_pages now counts
--- jobs_lease_idx alone, which is read for both the guard and the walk (before, the same walk
--- was spread over the two indexes).
+-- The leases' guard ("is any job due?") reads the queue's first entry in hand-out order first:
+-- when that job is due the answer is yes, and only when it is scheduled for later is
+-- first_run_at() asked (a call of it on every lease cost a drain of one-job leases 13%,
+-- docs/benchmarks.md run 47). lease_head_walk() then starts its walk at that entry, so that the
+-- entries earlier leases left at the head of jobs_lease_idx are read once a lease, not by the
+-- guard and again by the walk (before, once in each of the two indexes).
+--
+-- The functions that read jobs_due_idx are replaced in place, with the bodies of migrations 10,
+-- 12 and 14 otherwise unchanged; lease_head_walk()'s walked_pages now counts the pages of
+-- jobs_lease_idx alone (the engine's threshold for a long head, lease_mode.hpp, is set for one
+-- index's head).
 --
 -- Locks: ACCESS EXCLUSIVE on live for the DROP INDEX, waited for at most 5 s
 -- (lock_for_upgrade(), migration 15), held for the catalog change only: no table or index is
@@ -98,13 +105,25 @@ AS $fn$
 DECLARE
   pages_before bigint :=
     pg_stat_get_xact_blocks_fetched(':"schema".jobs_lease_idx'::regclass);
+  head record;
 BEGIN
+-- The queue's first job in hand-out order, past the entries that earlier leases left at the
+-- head. It is the guard: none, or none due in any lane (first_run_at(), asked only when the
+-- first one is scheduled for later), and nothing is walked. And the walk starts at it, so that
+-- the head is read once a lease. A job committed between this statement and the walk with a
+-- key before it is left for the next lease, as if it had committed after the walk's snapshot.
+SELECT d.priority, d.run_at, d.id INTO head FROM :"schema".live d
+WHERE d.queue = p_queue AND d.state = 'available'
+ORDER BY d.priority, d.run_at, d.id
+LIMIT 1;
+IF FOUND AND (head.run_at <= statement_timestamp()
+              OR :"schema".first_run_at(p_queue, NULL) <= statement_timestamp()) THEN
 RETURN QUERY
 WITH picked AS (
   SELECT p.id, row_number() OVER () AS n FROM (
     SELECT j.id FROM :"schema".live j
     WHERE j.queue = p_queue AND j.state = 'available' AND j.run_at <= statement_timestamp()
-      AND (SELECT :"schema".first_run_at(p_queue, NULL)) <= statement_timestamp()
+      AND (j.priority, j.run_at, j.id) >= (head.priority, head.run_at, head.id)
       AND NOT EXISTS (SELECT 1 FROM :"schema".queues q
                       WHERE q.name = p_queue AND (q.paused_at IS NOT NULL
                         OR q.running_limit IS NOT NULL OR q.rate_count IS NOT NULL))
@@ -128,6 +147,7 @@ WITH picked AS (
             j.finished_at, j.unique_key, j.last_error, j.payload
 )
 SELECT t.*, NULL::bigint FROM taken t;
+END IF;
 -- The row after the jobs: every other column is null (RETURNS TABLE's variables start so).
 walked_pages := pg_stat_get_xact_blocks_fetched(':"schema".jobs_lease_idx'::regclass)
   - pages_before;
@@ -225,14 +245,19 @@ WITH picked AS (
     ORDER BY l.priority
     LIMIT p_max_jobs
   ) UNION ALL (
-    -- From the head: the queue's whole hand-out order, lanes or none. The uncorrelated
-    -- first_run_at() is evaluated once, before the walk: when no job is due it stops the
-    -- statement at once, instead of walking past every scheduled job.
+    -- From the head: the queue's whole hand-out order, lanes or none. The uncorrelated guard
+    -- is evaluated once, before the walk: when no job is due it stops the statement at once,
+    -- instead of walking past every scheduled job (as in lease_head_walk()).
     SELECT h.id FROM (
       SELECT j.id FROM :"schema".live j
       WHERE p_from_head = 1 AND j.queue = p_queue AND j.state = 'available'
         AND j.run_at <= statement_timestamp()
-        AND (SELECT :"schema".first_run_at(p_queue, NULL)) <= statement_timestamp()
+        AND (SELECT CASE WHEN h.run_at <= statement_timestamp() THEN true
+                         ELSE :"schema".first_run_at(p_queue, NULL) <= statement_timestamp() END
+             FROM (SELECT d.run_at FROM :"schema".live d
+                   WHERE d.queue = p_queue AND d.state = 'available'
+                   ORDER BY d.priority, d.run_at, d.id
+                   LIMIT 1) h)
         AND NOT EXISTS (SELECT 1 FROM :"schema".queues q
                         WHERE q.name = p_queue AND (q.paused_at IS NOT NULL
                           OR q.running_limit IS NOT NULL OR q.rate_count IS NOT NULL))
@@ -337,9 +362,14 @@ BEGIN
       SELECT p.id, row_number() OVER () AS n FROM (
         SELECT j.id FROM :"schema".live j
         WHERE j.queue = p_queue AND j.state = 'available' AND j.run_at <= v_now
-          -- As in the plain lease: first_run_at() stops the walk at once when no job is
-          -- due, instead of stepping over every scheduled one.
-          AND (SELECT :"schema".first_run_at(p_queue, NULL)) <= v_now
+          -- As in the plain lease: the guard stops the walk at once when no job is due,
+          -- instead of stepping over every scheduled one.
+          AND (SELECT CASE WHEN h.run_at <= v_now THEN true
+                           ELSE :"schema".first_run_at(p_queue, NULL) <= v_now END
+               FROM (SELECT d.run_at FROM :"schema".live d
+                     WHERE d.queue = p_queue AND d.state = 'available'
+                     ORDER BY d.priority, d.run_at, d.id
+                     LIMIT 1) h)
         ORDER BY j.priority, j.run_at, j.id
         LIMIT allowed
         FOR UPDATE SKIP LOCKED
@@ -364,7 +394,12 @@ BEGIN
     END IF;
   END IF;
   IF binding IS NULL OR taken < allowed
-     OR NOT coalesce(:"schema".first_run_at(p_queue, NULL) <= v_now, false) THEN
+     OR NOT coalesce((SELECT CASE WHEN h.run_at <= v_now THEN true
+                                  ELSE :"schema".first_run_at(p_queue, NULL) <= v_now END
+                      FROM (SELECT d.run_at FROM :"schema".live d
+                            WHERE d.queue = p_queue AND d.state = 'available'
+                            ORDER BY d.priority, d.run_at, d.id
+                            LIMIT 1) h), false) THEN
     binding := NULL;
   END IF;
   IF lim.paused_at IS NOT NULL THEN
