@@ -571,27 +571,23 @@ class PostgresEngine final : public Engine {
     listener_.subscribe(queue, std::min<Duration>(timeout, kListenPatience));
     // Another waiter's probe just found a job due but locked: its answer is this one's too.
     if (due_now_.fresh(queue, std::chrono::steady_clock::now())) {
-      listener_.wait(queue, std::min<Duration>(timeout, kLockedDueRecheck));
-      return true;
+      return after_locked_due_recheck(queue, timeout);
     }
     // Without notifications (polls()), look at the table every poll interval instead.
     const Duration look_every = listener_.polls() ? poll_interval_ : Duration::max();
     for (bool first = true;; first = false) {
-      // Ask the database (one index probe) whether a job is due or when the next one will
-      // be: NOTIFY announces enqueues, not the moment a scheduled job comes due.
+      // Ask the database (one statement, next_due) whether a job is due or when the next one
+      // will be: NOTIFY announces enqueues, not the moment a scheduled job comes due.
       bool throttled = false;
       auto due_in_us = next_due(queue, &throttled);
       if (!due_in_us) return fail_with(due_in_us.error());
       if (*due_in_us && **due_in_us <= 0) {
         // On the first look, a job is due yet the caller's lease found none: its row is
         // locked by a transaction still open (another worker's lease in flight, or a
-        // session holding a row lock). Return soon, but not at once, so that a caller's
-        // loop does not spin.
-        if (first) {
-          due_now_.seen(queue, std::chrono::steady_clock::now());
-          listener_.wait(queue, std::min<Duration>(timeout, kLockedDueRecheck));
-        }
-        return true;
+        // session holding a row lock).
+        if (!first) return true;
+        due_now_.seen(queue, std::chrono::steady_clock::now());
+        return after_locked_due_recheck(queue, timeout);
       }
       const auto left =
           std::chrono::duration_cast<Duration>(deadline - std::chrono::steady_clock::now());
@@ -1065,6 +1061,13 @@ class PostgresEngine final : public Engine {
   }
 
  private:
+  // A job is due but its row is locked: return true soon, but not at once (kLockedDueRecheck,
+  // or a notification first), so that a caller's loop does not spin.
+  bool after_locked_due_recheck(std::string_view queue, Duration timeout) {
+    listener_.wait(queue, std::min<Duration>(timeout, kLockedDueRecheck));
+    return true;
+  }
+
   // Microseconds until the queue's next available job is due (<= 0: one is due now);
   // nullopt when it has none or is paused.
   // nullopt: no job due, or the queue's limits let no lease take one now (then *throttled).
