@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <thread>
 
 #include "core/log.hpp"
 #include "core/queue_metrics.hpp"
@@ -19,6 +20,15 @@
 #include "engines/engine_registry.hpp"
 
 namespace readpast {
+namespace {
+
+// How long resolve_all() waits for a resolver's lock or rows another session holds, and the
+// pauses between its tries (doubling): a lease's or a settling's hold lasts milliseconds.
+constexpr Duration kResolveRetryFor = std::chrono::seconds(2);
+constexpr Duration kResolveRetryPause = std::chrono::milliseconds(5);
+constexpr Duration kResolveRetryPauseMax = std::chrono::milliseconds(200);
+
+}  // namespace
 
 struct Queue::State {
   // Constant after construction.
@@ -88,15 +98,30 @@ struct Queue::State {
     }
   }
 
-  // Tells dependents until nothing is left (Queue::resolve_dependencies).
+  // Tells dependents until nothing is left (Queue::resolve_dependencies). A round that told
+  // nothing may have been skipped rather than found nothing: another session held the
+  // resolver's lock, or a row the round takes with SKIP LOCKED (a lease's scan passes over a
+  // finished job's index entry and locks it for a moment). Returning then let a draining
+  // worker stop with a chain untold (cli.mariadb under CI's load, twice); so while the engine
+  // says something is left, this waits and tries again, for at most kResolveRetryFor: a
+  // session that keeps the lock longer is resolving, and tells them itself.
   Result<std::int64_t> resolve_all() {
     std::lock_guard rounds(resolve_mu);
     std::int64_t total = 0;
+    const auto give_up = std::chrono::steady_clock::now() + kResolveRetryFor;
+    Duration pause = kResolveRetryPause;
     while (true) {
       auto moved = noted(engine->resolve_dependencies());
       if (!moved) return fail_with(moved.error());
-      if (*moved == 0) return total;
-      total += *moved;
+      if (*moved > 0) {
+        total += *moved;
+        continue;
+      }
+      auto left = noted(engine->has_untold());
+      if (!left) return fail_with(left.error());
+      if (!*left || std::chrono::steady_clock::now() + pause > give_up) return total;
+      std::this_thread::sleep_for(pause);
+      pause = std::min<Duration>(pause * 2, kResolveRetryPauseMax);
     }
   }
 

@@ -211,7 +211,9 @@ class Queue {
   // Tells the dependents of jobs that finished (docs/workflows.md): a waiting job whose last
   // dependency succeeded becomes available; one whose dependency ended dead or cancelled is
   // cancelled, and so on down the chain. Every step is a short transaction of its own; this
-  // goes on until nothing is left and returns how many jobs and edges it went through.
+  // goes on until nothing is left and returns how many jobs and edges it went through. While
+  // another session holds what a step needs (the resolver's lock, a finished job's row), it
+  // waits and tries again, for up to two seconds.
   // lease() calls it by itself at most every kResolveInterval and cancel() at once,
   // so that nobody else needs to; a crash in between only delays it.
   static constexpr Duration kResolveInterval = std::chrono::milliseconds(100);

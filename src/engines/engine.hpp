@@ -179,8 +179,12 @@ class Engine {
   // jobs that still have dependents to tell and tells up to kResolveChunk dependents of them
   // in all; a success meets the edge (the last one makes the dependent available), a death
   // or cancellation cancels the waiting dependents. Returns how many jobs and edges it went
-  // through: 0 when nothing was left to tell (or another process is telling them).
+  // through: 0 when nothing was left to tell, or when the round was skipped: another session
+  // held the resolver's lock or a row the round would take (SKIP LOCKED).
   virtual Result<std::int64_t> resolve_dependencies() = 0;
+  // Whether anything is left for resolve_dependencies: a finished job with dependents still
+  // to tell, or a group whose waiting jobs are still to be let go. A plain read, no lock.
+  virtual Result<bool> has_untold() = 0;
   // nullopt when the group does not exist.
   virtual Result<std::optional<GroupStats>> group_stats(std::string_view group) = 0;
   virtual Result<std::vector<Job>> list_group(std::string_view group, JobId after_id,

@@ -830,12 +830,16 @@ class MariadbEngine final : public Engine {
     });
   }
 
-  Result<std::int64_t> resolve_dependencies() override {
-    auto any = with_connection<bool>(true, [](Connection& c) -> Result<bool> {
+  Result<bool> has_untold() override {
+    return with_connection<bool>(true, [](Connection& c) -> Result<bool> {
       auto rows = c.query(sql::any_notified::text);
       if (!rows) return fail_with(rows.error());
       return rows->int64(0, 0) != 0;
     });
+  }
+
+  Result<std::int64_t> resolve_dependencies() override {
+    auto any = has_untold();
     if (!any) return fail_with(any.error());
     if (!*any) return 0;
     // One round, one transaction, under the 'dependencies' lock row.

@@ -720,12 +720,20 @@ class PostgresEngine final : public Engine {
     return jobs;
   }
 
-  Result<std::int64_t> resolve_dependencies() override {
+  Result<bool> has_untold() override {
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
     auto any = (*c)->exec(sql_.any_notified, Params(pg::sql::any_notified::param_count));
     if (!any) return fail_with(any.error());
-    if (!any->boolean(0, 0)) return 0;
+    return any->boolean(0, 0);
+  }
+
+  Result<std::int64_t> resolve_dependencies() override {
+    auto any = has_untold();
+    if (!any) return fail_with(any.error());
+    if (!*any) return 0;
+    auto c = pool_.acquire();
+    if (!c) return fail_with(c.error());
     // One round, one transaction, under the resolver's lock: the jobs that succeeded, then
     // those that ended dead or cancelled (statements.sql, resolve_succeeded).
     auto transaction = Transaction::begin(**c);

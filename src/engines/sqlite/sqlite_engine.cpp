@@ -703,13 +703,17 @@ class SqliteEngine final : public Engine {
     });
   }
 
-  Result<std::int64_t> resolve_dependencies() override {
-    auto any = read<bool>([](Connection& c) -> Result<bool> {
+  Result<bool> has_untold() override {
+    return read<bool>([](Connection& c) -> Result<bool> {
       auto query = c.prepare(sql::any_notified::text);
       if (!query) return fail_with(query.error());
       if (auto row = (*query)->step(); !row) return fail_with(row.error());
       return (*query)->int64(0) != 0;
     });
+  }
+
+  Result<std::int64_t> resolve_dependencies() override {
+    auto any = has_untold();
     if (!any) return fail_with(any.error());
     if (!*any) return 0;
     return write<std::int64_t>([&](Connection& c, std::int64_t now) -> Result<std::int64_t> {
