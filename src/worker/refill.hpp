@@ -63,14 +63,9 @@ constexpr bool overlaps_leases(int prefetch) {
 // overlaps them), half the capacity, so that two leases can be in flight at once; a lease
 // of all the free capacity would leave the second fetcher crumbs, leases of a job or two,
 // each a statement of its own. Otherwise (the first lease, or the queue ran short) the
-// whole capacity, so that a worker holds its full prefetch ahead whenever jobs are there;
-// except when the worker holds nothing (`unfinished` 0: a worker starting, or a queue that
-// ran dry): every thread waits for that lease, and a lease's statement takes longer the more
-// rows it takes (docs/benchmarks.md, run 48), so it asks for a job a thread, and the leases
-// after it fill the prefetch.
-constexpr int lease_size(int concurrency, int prefetch, bool last_lease_full, int unfinished) {
+// whole capacity, so that a worker holds its full prefetch ahead whenever jobs are there.
+constexpr int lease_size(int concurrency, int prefetch, bool last_lease_full) {
   const int capacity = concurrency + prefetch;
-  if (unfinished == 0) return concurrency;
   return overlaps_leases(prefetch) && last_lease_full ? (capacity + 1) / 2 : capacity;
 }
 
@@ -82,7 +77,7 @@ constexpr bool should_overlap(int concurrency, int prefetch, int unfinished, std
                               int settling, int asking, bool last_lease_full) {
   return overlaps_leases(prefetch) && asking > 0 && last_lease_full &&
          free_slots(concurrency, prefetch, unfinished, settling) >=
-             lease_size(concurrency, prefetch, last_lease_full, unfinished) &&
+             lease_size(concurrency, prefetch, last_lease_full) &&
          should_lease(concurrency, prefetch, unfinished, ready, settling);
 }
 

@@ -350,7 +350,7 @@ Runtime::Fetched Runtime::fetch_once(std::size_t index) {
     const QueueConfig& config = lane.setup.config;
     want =
         std::min(free_slots(config.concurrency, config.prefetch, unfinished(lane), lane.settling),
-                 lease_size(config.concurrency, config.prefetch, lane.full, unfinished(lane)));
+                 lease_size(config.concurrency, config.prefetch, lane.full));
     if (want <= 0) return Fetched::kSome;
     lane.asking += want;
   }

@@ -65,31 +65,18 @@ TEST(RefillTest, ABatchOfCompletionsInFlightDoesNotStopTheLeases) {
 }
 
 TEST(RefillTest, WhileLeasesComeBackFullALeaseAsksForHalfTheCapacity) {
-  // Two can then be in flight at once (a lease of 254 is in flight: 254 unfinished).
-  EXPECT_EQ(lease_size(8, 500, true, 254), 254);
-  EXPECT_EQ(lease_size(1, 21, true, 5), 11);
-  EXPECT_EQ(lease_size(1, 1, true, 1), 1);
-  // After a short lease, with jobs still held: the whole capacity, so that the prefetch is
+  // Two can then be in flight at once.
+  EXPECT_EQ(lease_size(8, 500, true), 254);
+  EXPECT_EQ(lease_size(1, 21, true), 11);
+  EXPECT_EQ(lease_size(1, 1, true), 1);
+  // The first lease, or after a short one: the whole capacity, so that the prefetch is
   // held in full whenever the jobs are there.
-  EXPECT_EQ(lease_size(8, 500, false, 3), 508);
-  EXPECT_EQ(lease_size(1, 2, false, 1), 3);
-  EXPECT_EQ(lease_size(8, 0, true, 2), 8)
+  EXPECT_EQ(lease_size(8, 500, false), 508);
+  EXPECT_EQ(lease_size(1, 2, false), 3);
+  EXPECT_EQ(lease_size(8, 0, true), 8)
       << "without prefetch, one fetcher leases for every free thread";
   EXPECT_FALSE(overlaps_leases(0));
   EXPECT_TRUE(overlaps_leases(1));
-}
-
-TEST(RefillTest, AWorkerHoldingNothingAsksForAJobAThreadFirst) {
-  // Starting, or after the queue ran dry: every thread waits for this lease, which comes
-  // back sooner for fewer rows; the leases after it fill the prefetch.
-  EXPECT_EQ(lease_size(8, 500, false, 0), 8);
-  EXPECT_EQ(lease_size(8, 500, true, 0), 8);
-  EXPECT_EQ(lease_size(1, 21, false, 0), 1);
-  EXPECT_EQ(lease_size(8, 0, false, 0), 8);
-  // Once the first lease came back full (8 unfinished, 8 ready), the next one asks for half
-  // the capacity, and the fetcher sends it at once: half the capacity is free.
-  EXPECT_EQ(lease_size(8, 500, true, 8), 254);
-  EXPECT_TRUE(should_lease(8, 500, 8, 8, 0));
 }
 
 TEST(RefillTest, TheSecondFetcherLeasesOnlyBesideAFullLeaseInFlight) {
