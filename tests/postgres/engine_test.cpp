@@ -272,11 +272,7 @@ TEST_F(EngineTest, ALeaseFromTheHeadReadsTheDeadHeadOnce) {
   db.exec("ALTER TABLE readpast.live SET (autovacuum_enabled = false)");
   std::vector<NewJob> jobs(20001, job("q"));
   must(queue.enqueue_batch(jobs));
-  for (int taken = 0; taken < 20000; taken += 1000) {
-    for (const auto& j : must(queue.lease({.queue = "q", .worker_id = "w", .max_jobs = 1000}))) {
-      must(queue.complete(j.id, *j.lease_token));
-    }
-  }
+  complete_in_leases_of_1000(queue, "q", 20000);
   const std::string fetched =
       "SELECT pg_stat_get_xact_blocks_fetched('readpast.jobs_lease_idx'::regclass)";
   db.exec("BEGIN");

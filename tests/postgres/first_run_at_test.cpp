@@ -126,11 +126,7 @@ TEST_F(FirstRunAtTest, FromAFrontierALaneIsNotWalkedFromItsHead) {
   holder.exec("SELECT count(*) FROM readpast.queues");
   std::vector<NewJob> batch(20000, job("q"));
   must(queue.enqueue_batch(batch));
-  while (true) {
-    auto leased = must(queue.lease({.queue = "q", .worker_id = "w", .max_jobs = 1000}));
-    if (leased.empty()) break;
-    for (const auto& j : leased) must(queue.complete(j.id, *j.lease_token));
-  }
+  complete_in_leases_of_1000(queue, "q", 20000);
   SqlConnection db = sql();
   db.exec("INSERT INTO readpast.lanes (queue, priority) VALUES ('q', 0) ON CONFLICT DO NOTHING");
   const std::string frontier = db.scalar("SELECT statement_timestamp()");
