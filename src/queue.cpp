@@ -100,11 +100,12 @@ struct Queue::State {
 
   // Tells dependents until nothing is left (Queue::resolve_dependencies). A round that told
   // nothing may have been skipped rather than found nothing: another session held the
-  // resolver's lock, or a row the round takes with SKIP LOCKED (a lease's scan passes over a
-  // finished job's index entry and locks it for a moment). Returning then let a draining
-  // worker stop with a chain untold (cli.mariadb under CI's load, twice); so while the engine
-  // says something is left, this waits and tries again, for at most kResolveRetryFor: a
-  // session that keeps the lock longer is resolving, and tells them itself.
+  // resolver's lock, or a row the round takes with SKIP LOCKED (another process resolving;
+  // in CI's failures, most likely a lease's locking scan passing over a finished job's row,
+  // not confirmed). Returning then let a draining worker stop with a chain untold
+  // (cli.mariadb under CI's load, twice); so while the engine says something is left, this
+  // waits and tries again, for at most kResolveRetryFor: a session that keeps the lock
+  // longer is resolving, and tells them itself.
   Result<std::int64_t> resolve_all() {
     std::lock_guard rounds(resolve_mu);
     std::int64_t total = 0;
