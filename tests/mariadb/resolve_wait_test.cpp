@@ -19,10 +19,6 @@ namespace {
 using test::MariadbServer;
 using namespace std::chrono_literals;
 
-std::string database_of(const std::string& url) {
-  return url.substr(url.rfind('/') + 1);
-}
-
 NewJob step(std::string queue, std::string payload, std::vector<JobId> after = {}) {
   NewJob job;
   job.queue = std::move(queue);
@@ -60,7 +56,7 @@ TEST_P(MariadbResolveWait, AChainIsToldWhenTheCallReturns) {
       FailOptions{.retry_after = std::nullopt, .backoff = std::nullopt, .no_retry = true});
   ASSERT_TRUE(failed.has_value() && *failed == FailOutcome::kDead);
 
-  MariadbServer::Session other(server, database_of(url));
+  MariadbServer::Session other(server, MariadbServer::database_of(url));
   other.execute("START TRANSACTION");
   other.execute(GetParam() == Hold::kTheDeadJobsRow
                     ? "SELECT id FROM readpast_jobs WHERE id = " + std::to_string(first->id) +

@@ -8,16 +8,11 @@
 namespace readpast::test {
 namespace {
 
-// The database a fresh URL names: mariadb://USER@HOST:PORT/DATABASE.
-std::string database_of(const std::string& url) {
-  return url.substr(url.rfind('/') + 1);
-}
-
 // LOCK TABLES ... WRITE on a root session kept open: every other session's statement on the
 // jobs waits until it is closed.
 std::shared_ptr<void> hold_mariadb_write_lock(const std::string& url) {
-  auto session =
-      std::make_shared<MariadbServer::Session>(MariadbServer::shared(), database_of(url));
+  auto session = std::make_shared<MariadbServer::Session>(MariadbServer::shared(),
+                                                          MariadbServer::database_of(url));
   session->execute("LOCK TABLES readpast_jobs WRITE");
   return session;
 }
@@ -25,7 +20,7 @@ std::shared_ptr<void> hold_mariadb_write_lock(const std::string& url) {
 // The table renamed: the server answers and the version table reads, but no jobs.
 void make_mariadb_jobs_unreadable(const std::string& url) {
   MariadbServer::shared().execute("RENAME TABLE readpast_jobs TO readpast_jobs_gone",
-                                  database_of(url));
+                                  MariadbServer::database_of(url));
 }
 
 }  // namespace

@@ -48,6 +48,8 @@ class MariadbServer {
   std::string url(const std::string& database, const std::string& user = "readpast") const;
   // CREATE DATABASE for each call (readpast_1, readpast_2, ...); returns its URL.
   std::string fresh_database_url();
+  // The database a URL of url() or fresh_database_url() names (its last path segment).
+  static std::string database_of(const std::string& url) { return url.substr(url.rfind('/') + 1); }
   // Runs SQL as root over the unix socket; throws std::runtime_error on error.
   void execute(const std::string& sql, const std::string& database = "mysql");
   // The same, returning the first column of the first row ("" when there is none or it is
