@@ -91,6 +91,8 @@ struct Queue::State {
   void resolve_one_round() {
     std::unique_lock round(resolve_mu, std::try_to_lock);
     if (!round.owns_lock()) return;
+    auto left = noted(engine->has_untold());
+    if (!left || !*left) return;
     auto moved = noted(engine->resolve_dependencies());
     if (moved && *moved > 0) {
       std::lock_guard lock(mu);
@@ -105,22 +107,22 @@ struct Queue::State {
   // not confirmed). Returning then let a draining worker stop with a chain untold
   // (cli.mariadb under CI's load, twice); so while the engine says something is left, this
   // waits and tries again, for at most kResolveRetryFor: a session that keeps the lock
-  // longer is resolving, and tells them itself.
+  // longer is resolving, and tells them itself. One read of has_untold() after each round
+  // decides both whether another is needed and, after one that told nothing, whether to wait.
   Result<std::int64_t> resolve_all() {
     std::lock_guard rounds(resolve_mu);
     std::int64_t total = 0;
     const auto give_up = std::chrono::steady_clock::now() + kResolveRetryFor;
     Duration pause = kResolveRetryPause;
-    while (true) {
+    for (auto left = noted(engine->has_untold());; left = noted(engine->has_untold())) {
+      if (!left) return fail_with(left.error());
+      if (!*left) return total;
       auto moved = noted(engine->resolve_dependencies());
       if (!moved) return fail_with(moved.error());
-      if (*moved > 0) {
-        total += *moved;
-        continue;
-      }
-      auto left = noted(engine->has_untold());
-      if (!left) return fail_with(left.error());
-      if (!*left || std::chrono::steady_clock::now() + pause > give_up) return total;
+      total += *moved;
+      if (*moved > 0) continue;
+      // Skipped: something is left but another session held it. Read again after a pause.
+      if (std::chrono::steady_clock::now() + pause > give_up) return total;
       std::this_thread::sleep_for(pause);
       pause = std::min<Duration>(pause * 2, kResolveRetryPauseMax);
     }

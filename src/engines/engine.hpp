@@ -180,7 +180,9 @@ class Engine {
   // in all; a success meets the edge (the last one makes the dependent available), a death
   // or cancellation cancels the waiting dependents. Returns how many jobs and edges it went
   // through: 0 when nothing was left to tell, or when the round was skipped: another session
-  // held the resolver's lock or a row the round would take (SKIP LOCKED).
+  // held the resolver's lock or a row the round would take (SKIP LOCKED). The Queue asks
+  // has_untold() first and runs a round only when it says yes: mostly nothing is left, and
+  // the read takes no lock.
   virtual Result<std::int64_t> resolve_dependencies() = 0;
   // Whether anything is left for resolve_dependencies: a finished job with dependents still
   // to tell, or a group whose waiting jobs are still to be let go. A plain read, no lock.

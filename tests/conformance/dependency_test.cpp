@@ -1,7 +1,10 @@
 // Dependencies (docs/workflows.md): NewJob::after, the waiting state, release when the last
 // dependency succeeds, cancellation down a chain, retry back to waiting.
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <string>
+#include <thread>
 
 #include "conformance/queue_test.hpp"
 
@@ -46,6 +49,31 @@ void fail_for_good(Queue& queue, const std::string& name, JobId id) {
           FailOptions{.retry_after = std::nullopt, .backoff = std::nullopt, .no_retry = true})) !=
       FailOutcome::kDead) {
     throw UnexpectedError("job " + std::to_string(id) + " did not die");
+  }
+}
+
+// A round skips what another session holds (SKIP LOCKED: the resolver's lock, a finished job's
+// row) and reports nothing done; a draining worker took that for "nothing left" and stopped with
+// a chain untold (cli.mariadb under CI's load). Queue::resolve_dependencies waits and tries
+// again while something is left (src/queue.cpp, resolve_all): when it returns, the chain is told.
+TEST_P(QueueTest, AChainIsToldWhenResolvingReturnsThoughAnotherSessionHeldWhatARoundNeeds) {
+  using Hold = EngineUnderTest::ResolverHold;
+  for (Hold what : {Hold::kFinishedJobRow, Hold::kResolverLock}) {
+    const std::string name = what == Hold::kFinishedJobRow ? "row" : "lock";
+    JobId first = enqueue(name);
+    JobId second = enqueue(after_job(name, {first}));
+    JobId third = enqueue(after_job(name, {second}));
+    fail_for_good(q(), name, first);
+    auto held = engine_named(GetParam()).hold_for_resolver(url(), what, first);
+    std::jthread ends([&held] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      held.reset();
+    });
+    const std::int64_t told = ok(q().resolve_dependencies());
+    ends.join();
+    EXPECT_GE(told, 2) << "holding the " << name << ": the call returned before the chain was told";
+    EXPECT_EQ(get(second).state, JobState::kCancelled) << "holding the " << name;
+    EXPECT_EQ(get(third).state, JobState::kCancelled) << "holding the " << name;
   }
 }
 

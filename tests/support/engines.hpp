@@ -4,6 +4,7 @@
 // tests/CMakeLists.txt generates engines_under_test() from the list.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -44,6 +45,13 @@ struct EngineUnderTest {
   // Takes the write lock of the database at `url` (with its schema) and holds it until the
   // returned object is destroyed, so that every enqueue waits.
   std::function<std::shared_ptr<void>(const std::string& url)> hold_write_lock;
+  // Takes, in another session of the database at `url` (with its schema), what a round of
+  // dependency resolution needs, and holds it until the returned object is destroyed: the
+  // row of the finished job `job`, or the resolver's lock. An engine whose rounds skip what
+  // others hold (SKIP LOCKED) then tells nothing in them; SQLite's waits for the write lock.
+  enum class ResolverHold { kFinishedJobRow, kResolverLock };
+  std::function<std::shared_ptr<void>(const std::string& url, ResolverHold what, std::int64_t job)>
+      hold_for_resolver;
   // Leaves the database at `url` answering, with its schema version readable, but its jobs
   // unreadable.
   std::function<void(const std::string& url)> make_jobs_unreadable;

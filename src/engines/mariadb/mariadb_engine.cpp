@@ -839,9 +839,6 @@ class MariadbEngine final : public Engine {
   }
 
   Result<std::int64_t> resolve_dependencies() override {
-    auto any = has_untold();
-    if (!any) return fail_with(any.error());
-    if (!*any) return 0;
     // One round, one transaction, under the 'dependencies' lock row.
     return write<std::int64_t>([&](Connection& c) -> Result<std::int64_t> {
       auto lock = c.query(sql::resolve_lock::text);

@@ -729,9 +729,6 @@ class PostgresEngine final : public Engine {
   }
 
   Result<std::int64_t> resolve_dependencies() override {
-    auto any = has_untold();
-    if (!any) return fail_with(any.error());
-    if (!*any) return 0;
     auto c = pool_.acquire();
     if (!c) return fail_with(c.error());
     // One round, one transaction, under the resolver's lock: the jobs that succeeded, then

@@ -713,9 +713,6 @@ class SqliteEngine final : public Engine {
   }
 
   Result<std::int64_t> resolve_dependencies() override {
-    auto any = has_untold();
-    if (!any) return fail_with(any.error());
-    if (!*any) return 0;
     return write<std::int64_t>([&](Connection& c, std::int64_t now) -> Result<std::int64_t> {
       struct Finished {
         JobId id;

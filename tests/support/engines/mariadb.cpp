@@ -1,6 +1,7 @@
 // The MariaDB engine under test: a fresh database of one real server per test program,
 // started in a temporary directory (support/engines/mariadb_server.hpp).
 #include <memory>
+#include <string>
 
 #include "support/engines.hpp"
 #include "support/engines/mariadb_server.hpp"
@@ -14,6 +15,21 @@ std::shared_ptr<void> hold_mariadb_write_lock(const std::string& url) {
   auto session = std::make_shared<MariadbServer::Session>(MariadbServer::shared(),
                                                           MariadbServer::database_of(url));
   session->execute("LOCK TABLES readpast_jobs WRITE");
+  return session;
+}
+
+// The finished job's row, or the resolver's lock row ('dependencies' in readpast_locks), locked
+// as a round locks them, in a transaction the session's end rolls back.
+std::shared_ptr<void> hold_mariadb_for_resolver(const std::string& url,
+                                                EngineUnderTest::ResolverHold what,
+                                                std::int64_t job) {
+  auto session = std::make_shared<MariadbServer::Session>(MariadbServer::shared(),
+                                                          MariadbServer::database_of(url));
+  session->execute("START TRANSACTION");
+  session->execute(what == EngineUnderTest::ResolverHold::kFinishedJobRow
+                       ? "SELECT id FROM readpast_jobs WHERE id = " + std::to_string(job) +
+                             " FOR UPDATE"
+                       : "SELECT name FROM readpast_locks WHERE name = 'dependencies' FOR UPDATE");
   return session;
 }
 
@@ -36,6 +52,7 @@ EngineUnderTest mariadb_under_test() {
     return std::string("mariadbd killed with SIGKILL, restarted");
   };
   engine.hold_write_lock = hold_mariadb_write_lock;
+  engine.hold_for_resolver = hold_mariadb_for_resolver;
   engine.make_jobs_unreadable = make_mariadb_jobs_unreadable;
   engine.server_port = [] { return MariadbServer::shared().port(); };
   engine.fast_network_failure = "connect_timeout=2&reply_timeout=2s";

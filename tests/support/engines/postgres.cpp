@@ -1,6 +1,9 @@
 // The PostgreSQL engine under test: a fresh database of one real server per test program,
 // started in a temporary directory (support/engines/postgres_server.hpp).
+#include <cstdint>
+#include <memory>
 #include <stdexcept>
+#include <string>
 
 #include "postgres/pg_test_util.hpp"
 #include "readpast/queue.hpp"
@@ -20,6 +23,25 @@ std::shared_ptr<void> hold_postgres_write_lock(const std::string& url) {
   connection->exec(std::string("LOCK TABLE ") + kPostgresJobs + " IN EXCLUSIVE MODE");
   return std::shared_ptr<void>(connection.get(), [connection](void*) mutable {
     connection->exec("ROLLBACK");
+    connection.reset();
+  });
+}
+
+// The finished job's row in `done`, locked as a round locks it; or the resolver's advisory
+// lock (statements.sql, resolve_lock; the key of the default schema's channel).
+std::shared_ptr<void> hold_postgres_for_resolver(const std::string& url,
+                                                 EngineUnderTest::ResolverHold what,
+                                                 std::int64_t job) {
+  auto connection = std::make_shared<SqlConnection>(url);
+  connection->exec("BEGIN");
+  if (what == EngineUnderTest::ResolverHold::kFinishedJobRow) {
+    connection->query("SELECT id FROM readpast.done WHERE id = $1::bigint FOR UPDATE",
+                      {std::to_string(job)});
+  } else {
+    connection->exec("SELECT pg_advisory_xact_lock(hashtext('readpast.jobs.dependencies'))");
+  }
+  return std::shared_ptr<void>(connection.get(), [connection](void*) mutable {
+    connection->exec("COMMIT");
     connection.reset();
   });
 }
@@ -58,6 +80,7 @@ EngineUnderTest postgres_under_test() {
     return std::string("pg_ctl restart -m immediate");
   };
   engine.hold_write_lock = hold_postgres_write_lock;
+  engine.hold_for_resolver = hold_postgres_for_resolver;
   engine.make_jobs_unreadable = make_postgres_jobs_unreadable;
 
   // Every connection through PgBouncer in transaction mode, wake-ups by polling (no
@@ -69,6 +92,10 @@ EngineUnderTest postgres_under_test() {
   auto for_libpq = [](const std::string& url) { return url.substr(0, url.find('?')); };
   pooled.hold_write_lock = [for_libpq](const std::string& url) {
     return hold_postgres_write_lock(for_libpq(url));
+  };
+  pooled.hold_for_resolver = [for_libpq](const std::string& url, EngineUnderTest::ResolverHold what,
+                                         std::int64_t job) {
+    return hold_postgres_for_resolver(for_libpq(url), what, job);
   };
   pooled.make_jobs_unreadable = [for_libpq](const std::string& url) {
     make_postgres_jobs_unreadable(for_libpq(url));
@@ -97,6 +124,10 @@ EngineUnderTest postgres_under_test() {
   auto without_params = [](const std::string& url) { return url.substr(0, url.find('?')); };
   lanes.hold_write_lock = [without_params](const std::string& url) {
     return hold_postgres_write_lock(without_params(url));
+  };
+  lanes.hold_for_resolver = [without_params](const std::string& url,
+                                             EngineUnderTest::ResolverHold what, std::int64_t job) {
+    return hold_postgres_for_resolver(without_params(url), what, job);
   };
   lanes.make_jobs_unreadable = [without_params](const std::string& url) {
     make_postgres_jobs_unreadable(without_params(url));

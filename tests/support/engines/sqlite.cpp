@@ -90,6 +90,10 @@ EngineUnderTest sqlite_under_test() {
     return "sqlite:" + dir->file("db-" + std::to_string(counter++) + ".sqlite");
   };
   engine.hold_write_lock = hold_sqlite_write_lock;
+  // A round is one write transaction, which waits for the file's write lock: what another
+  // session holds is the same either way.
+  engine.hold_for_resolver = [](const std::string& url, EngineUnderTest::ResolverHold,
+                                std::int64_t) { return hold_sqlite_write_lock(url); };
   engine.make_jobs_unreadable = make_sqlite_jobs_unreadable;
   return engine;
 }
