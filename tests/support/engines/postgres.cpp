@@ -17,8 +17,15 @@ namespace {
 // The schema the engine uses when the URL names none.
 constexpr const char* kPostgresJobs = "readpast.jobs";
 
+// The test's own libpq connections take a readpast URL without readpast's parameters
+// (?pool_mode, ?lease_lanes), which libpq does not know; so the hooks below serve the variants
+// unchanged.
+std::string libpq_url(const std::string& url) {
+  return url.substr(0, url.find('?'));
+}
+
 std::shared_ptr<void> hold_postgres_write_lock(const std::string& url) {
-  auto connection = std::make_shared<SqlConnection>(url);
+  auto connection = std::make_shared<SqlConnection>(libpq_url(url));
   connection->exec("BEGIN");
   connection->exec(std::string("LOCK TABLE ") + kPostgresJobs + " IN EXCLUSIVE MODE");
   return std::shared_ptr<void>(connection.get(), [connection](void*) mutable {
@@ -32,7 +39,7 @@ std::shared_ptr<void> hold_postgres_write_lock(const std::string& url) {
 std::shared_ptr<void> hold_postgres_for_resolver(const std::string& url,
                                                  EngineUnderTest::ResolverHold what,
                                                  std::int64_t job) {
-  auto connection = std::make_shared<SqlConnection>(url);
+  auto connection = std::make_shared<SqlConnection>(libpq_url(url));
   connection->exec("BEGIN");
   if (what == EngineUnderTest::ResolverHold::kFinishedJobRow) {
     connection->query("SELECT id FROM readpast.done WHERE id = $1::bigint FOR UPDATE",
@@ -48,7 +55,7 @@ std::shared_ptr<void> hold_postgres_for_resolver(const std::string& url,
 
 // The table renamed: the server answers and the version table reads, but no jobs.
 void make_postgres_jobs_unreadable(const std::string& url) {
-  SqlConnection connection(url);
+  SqlConnection connection(libpq_url(url));
   connection.exec(std::string("ALTER TABLE ") + kPostgresJobs + " RENAME TO jobs_gone");
 }
 
@@ -88,18 +95,6 @@ EngineUnderTest postgres_under_test() {
   EngineUnderTest pooled = engine;
   pooled.name = "pgbouncer";
   pooled.engine = "postgres";
-  // The test's own libpq connections take the URL without readpast's ?pool_mode.
-  auto for_libpq = [](const std::string& url) { return url.substr(0, url.find('?')); };
-  pooled.hold_write_lock = [for_libpq](const std::string& url) {
-    return hold_postgres_write_lock(for_libpq(url));
-  };
-  pooled.hold_for_resolver = [for_libpq](const std::string& url, EngineUnderTest::ResolverHold what,
-                                         std::int64_t job) {
-    return hold_postgres_for_resolver(for_libpq(url), what, job);
-  };
-  pooled.make_jobs_unreadable = [for_libpq](const std::string& url) {
-    make_postgres_jobs_unreadable(for_libpq(url));
-  };
   pooled.fresh_url = [] {
     return PgBouncer::shared().through(PostgresServer::shared().fresh_database_url()) +
            "?pool_mode=transaction";
@@ -120,17 +115,6 @@ EngineUnderTest postgres_under_test() {
   };
   lanes.fresh_url_with_schema = [] {
     return fresh_database_url_with_schema() + "?lease_lanes=always";
-  };
-  auto without_params = [](const std::string& url) { return url.substr(0, url.find('?')); };
-  lanes.hold_write_lock = [without_params](const std::string& url) {
-    return hold_postgres_write_lock(without_params(url));
-  };
-  lanes.hold_for_resolver = [without_params](const std::string& url,
-                                             EngineUnderTest::ResolverHold what, std::int64_t job) {
-    return hold_postgres_for_resolver(without_params(url), what, job);
-  };
-  lanes.make_jobs_unreadable = [without_params](const std::string& url) {
-    make_postgres_jobs_unreadable(without_params(url));
   };
   engine.variants.push_back(std::move(lanes));
   // Set after the variant's copy: its URLs name PgBouncer's port, not the server's.
