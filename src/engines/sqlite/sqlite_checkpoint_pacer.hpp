@@ -12,11 +12,18 @@
 // frames in it holds a later read lock instead; then an attempt stops at its mark before
 // sorting anything.
 //
+// So the commit that is due an attempt first asks whether a reader holds WAL read lock 0
+// (sqlite_wal_read_lock.hpp), which costs a lock and an unlock, and skips the attempt while
+// one does; the first commit after that reader has ended checkpoints. Run 49
+// (docs/benchmarks.md) measured what attempting anyway cost: about 20 ns a frame, 0.3-0.4 s
+// late in a 10-minute hold.
+//
 // The pacer attempts as SQLite does for as long as attempts move the checkpoint on. After an
-// attempt that moved nothing, it attempts again only once the WAL has doubled since, or once a
-// pause has passed that is kPauseFactor times what that attempt took (from kMinPause to
-// kMaxPause): futile sorts then cost at most about 1/kPauseFactor of the time, and a WAL left
-// by a reader that has ended is checkpointed within kMaxPause.
+// attempt that moved nothing all the same (a reader took lock 0 after the question, or the
+// attempt failed), it attempts again only once the WAL has doubled since, or once a pause has
+// passed that is kPauseFactor times what that attempt took (from kMinPause to kMaxPause):
+// futile sorts then cost at most about 1/kPauseFactor of the time, and a WAL left by a reader
+// that has ended is checkpointed within kMaxPause.
 //
 // Thread-safety: none; one per connection, used by the thread that holds the connection.
 #pragma once
@@ -44,9 +51,13 @@ class CheckpointPacer {
   void attempted(int wal_frames, int checkpointed_frames, Clock::time_point started,
                  Clock::time_point ended);
 
-  // Attempts so far, and how many of them moved nothing.
+  // A commit that was due an attempt skipped it: a reader held the database file.
+  void skipped() { ++skipped_; }
+
+  // Attempts so far, how many of them moved nothing, and the attempts skipped.
   std::int64_t attempts() const { return attempts_; }
   std::int64_t futile_attempts() const { return futile_attempts_; }
+  std::int64_t skipped_attempts() const { return skipped_; }
   bool paused() const { return paused_; }
 
  private:
@@ -57,6 +68,7 @@ class CheckpointPacer {
   std::int64_t resume_at_frames_ = 0;  // while paused: or once the WAL has this many frames
   std::int64_t attempts_ = 0;
   std::int64_t futile_attempts_ = 0;
+  std::int64_t skipped_ = 0;
 };
 
 }  // namespace readpast::detail::sqlite

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "engines/sqlite/sqlite_file_access.hpp"
+#include "engines/sqlite/sqlite_wal_read_lock.hpp"
 #include "engines/sqlite/sqlite_wal_vfs.hpp"
 
 namespace readpast::detail::sqlite {
@@ -187,6 +188,12 @@ int Connection::on_wal_commit(void* self, sqlite3* db, const char* name, int wal
   auto& pacer = static_cast<Connection*>(self)->checkpoints_;
   const auto started = CheckpointPacer::Clock::now();
   if (!pacer.due(wal_frames, started)) return SQLITE_OK;
+  // While a reader holds the database file an attempt can copy nothing, and it would sort the
+  // whole WAL before finding that out (sqlite_wal_read_lock.hpp).
+  if (reader_holds_database_file(db)) {
+    pacer.skipped();
+    return SQLITE_OK;
+  }
   int log = -1;
   int checkpointed = -1;
   // PASSIVE never waits for readers or writers: a checkpoint it cannot finish is left to

@@ -146,7 +146,8 @@ class Connection {
   // statements, which take as many as the rows they pick.
   static void lease_token(sqlite3_context* context, int argc, sqlite3_value** argv) noexcept;
   // The WAL hook of a writing connection, in place of SQLite's automatic checkpoint: runs a
-  // PASSIVE checkpoint after a commit when checkpoints_ says it is due.
+  // PASSIVE checkpoint after a commit when checkpoints_ says it is due and no reader holds the
+  // database file (sqlite_wal_read_lock.hpp).
   static int on_wal_commit(void* self, sqlite3* db, const char* name, int wal_frames) noexcept;
 
   // sqlite3_open_v2 of `name` (a path, or a URI with SQLITE_OPEN_URI), nothing else.
