@@ -103,8 +103,15 @@ int wal_write(sqlite3_file* file, const void* data, int amount, sqlite3_int64 of
 }
 int wal_truncate(sqlite3_file* file, sqlite3_int64 size) {
   WalFile& wal = as_wal(file);
-  const int rc = wal.real->pMethods->xTruncate(wal.real, size);
-  wal.prepared_end = std::min<std::int64_t>(wal.prepared_end, size);
+  sqlite3_int64 to = size;
+  if (size > 0) {  // journal_size_limit's cut: at most one step of it (the header says why)
+    sqlite3_int64 size_now = 0;
+    if (wal.real->pMethods->xFileSize(wal.real, &size_now) == SQLITE_OK) {
+      to = std::max<sqlite3_int64>(size, size_now - kWalTruncateStep);
+    }
+  }
+  const int rc = wal.real->pMethods->xTruncate(wal.real, to);
+  wal.prepared_end = std::min<std::int64_t>(wal.prepared_end, to);
   wal.retry_from = 0;
   return rc;
 }

@@ -29,6 +29,17 @@
 // follows it down. A failed extension (a full disk) is cut back off and the write goes through
 // as before; the next attempt waits until the file has grown by another chunk.
 //
+// It also cuts a WAL file back in steps. Once a held reader has ended, SQLite's first commit
+// after the WAL restarts cuts the file down to PRAGMA journal_size_limit, under the WAL write
+// lock, which every other writer then waits for: after a 10-minute hold, 36-40 GB in one
+// ftruncate, which took 9.4-9.5 s on the benchmark machine's ext4 and once outlasted a
+// writer's 10-s busy timeout (docs/benchmarks.md, run 50). So a cut to a size above zero
+// takes at most kWalTruncateStep off the file; the first commit after each later restart
+// takes the next step, and those come every few thousand frames once checkpoints reach the
+// end of the WAL again. What the file keeps past SQLite's last frame is stale frames, which a
+// larger journal_size_limit would keep too. A cut to zero (a TRUNCATE checkpoint, which a
+// user asks for by hand) is made whole, as asked.
+//
 // Files other than WAL files are the default VFS's own, untouched.
 //
 // Thread-safety: wal_vfs_name() may be called from any thread; it registers the VFS once (a
@@ -42,6 +53,8 @@ namespace readpast::detail::sqlite {
 
 inline constexpr std::int64_t kWalMinChunk = std::int64_t{1} << 20;  // 1 MiB
 inline constexpr std::int64_t kWalMaxChunk = std::int64_t{4} << 20;  // 4 MiB
+// The most one cut of a WAL file to journal_size_limit takes off it.
+inline constexpr std::int64_t kWalTruncateStep = std::int64_t{256} << 20;  // 256 MiB
 
 // How far a WAL of `size` bytes is extended past a write that goes beyond its prepared part:
 // half its size, within [kWalMinChunk, kWalMaxChunk]. A database that is not held open
