@@ -32,8 +32,8 @@
 // It also cuts a WAL file back in steps. Once a held reader has ended, SQLite's first commit
 // after the WAL restarts cuts the file down to PRAGMA journal_size_limit, under the WAL write
 // lock, which every other writer then waits for: after a 10-minute hold, 36-40 GB in one
-// ftruncate, which took 9.4-9.5 s on the benchmark machine's ext4 and once outlasted a
-// writer's 10-s busy timeout (docs/benchmarks.md, run 50). So a cut to a size above zero
+// ftruncate, which took 9.4-11.1 s on the benchmark machine's ext4 and once outlasted a
+// writer's 10-s busy timeout (docs/benchmarks.md, runs 49 and 50). So a cut to a size above zero
 // takes at most kWalTruncateStep off the file; the first commit after each later restart
 // takes the next step, and those come every few thousand frames once checkpoints reach the
 // end of the WAL again. What the file keeps past SQLite's last frame is stale frames, which a
