@@ -3,17 +3,11 @@
 // file grows in whole chunks of zeros written ahead of the frames, every committed job is
 // still there (read back, after a crash-like copy of the files mid-hold, and by
 // PRAGMA integrity_check), an extension the disk cannot hold is cut back off so that the
-// frames still land, a WAL that restarts is not extended again, and a held WAL keeps only its
-// ends in the page cache.
-#include <fcntl.h>
+// frames still land, and a WAL that restarts is not extended again.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -61,44 +55,6 @@ class WalVfsTest : public ::testing::Test {
     std::vector<std::int64_t> ids;
     for (const Enqueued& e : *enqueued) ids.push_back(e.id);
     return ids;
-  }
-  // How many bytes of [from, to) of `file` the page cache holds (mincore over a mapping, which
-  // itself reads nothing in).
-  static std::uintmax_t cached_bytes(const std::string& file, std::uintmax_t from,
-                                     std::uintmax_t to) {
-    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw std::runtime_error("open " + file + ": " + std::strerror(errno));
-    void* map = ::mmap(nullptr, to, PROT_READ, MAP_SHARED, fd, 0);
-    ::close(fd);
-    if (map == MAP_FAILED) throw std::runtime_error("mmap " + file + ": " + std::strerror(errno));
-    const auto page = static_cast<std::uintmax_t>(::sysconf(_SC_PAGESIZE));
-    std::vector<unsigned char> in_core((to + page - 1) / page);
-    const int rc = ::mincore(map, to, in_core.data());
-    ::munmap(map, to);
-    if (rc != 0) throw std::runtime_error(std::string("mincore: ") + std::strerror(errno));
-    std::uintmax_t cached = 0;
-    for (std::uintmax_t i = from / page; i < in_core.size(); ++i) cached += (in_core[i] & 1) * page;
-    return cached;
-  }
-  // Empty when the file system of `probe` drops a synced file's pages when advised to, else
-  // why not (tmpfs keeps them: its pages are the file).
-  static std::string page_cache_ignores_advice(const std::string& probe) {
-    const std::uintmax_t size = std::uintmax_t{1} << 20;
-    {
-      std::ofstream out(probe, std::ios::binary);
-      const std::string bytes(size, 'p');
-      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    }
-    const int fd = ::open(probe.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return "open " + probe + ": " + std::strerror(errno);
-    ::fsync(fd);
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    ::close(fd);
-    const std::uintmax_t cached = cached_bytes(probe, 0, size);
-    fs::remove(probe);
-    if (cached == 0) return "";
-    return "the file system of " + probe + " kept " + std::to_string(cached) +
-           " bytes of a synced file in the page cache after POSIX_FADV_DONTNEED";
   }
   TempDir dir_;
 };
@@ -202,50 +158,6 @@ TEST_F(WalVfsTest, AWalGrownWhileHeldIsCutBackAStepAtATime) {
   EXPECT_LE(size, limit) << "the WAL stayed at " << size << " bytes after growing to " << grown;
   EXPECT_LE(largest_cut, step) << "one cut took " << largest_cut << " bytes off the WAL";
   EXPECT_GE(cuts, 3);
-  EXPECT_EQ(RawDb(path()).scalar("PRAGMA integrity_check"), "ok");
-}
-
-// While held, the WAL grows by every commit, and each new page of it costs the writer a page of
-// memory the kernel must find (run 51: 7.3 s a GiB of frames against 4.3 s on the benchmark
-// machine). The VFS has the kernel drop what lies far behind the end, so that the cache holds
-// the head a restarted WAL reuses and the last GiB, not the whole file; but it keeps a frame
-// that is still the newest copy of its page, which readers and the checkpoint read again.
-TEST_F(WalVfsTest, AHeldWalKeepsItsHeadItsEndAndItsNewestFramesInThePageCache) {
-  if (const std::string why_not = page_cache_ignores_advice(dir_.file("probe")); !why_not.empty()) {
-    GTEST_SKIP() << why_not;
-  }
-  sqlite::Connection::Settings settings;
-  settings.path = path();
-  settings.create = true;
-  settings.synchronous = "FULL";  // the default: every commit leaves its frames clean
-  auto opened = sqlite::Connection::open(settings);
-  ASSERT_TRUE(opened);
-  sqlite::Connection& writer = **opened;
-  ASSERT_TRUE(writer.exec("CREATE TABLE filler (id INTEGER PRIMARY KEY, bytes BLOB)"));
-  ASSERT_TRUE(writer.exec("INSERT INTO filler VALUES (1, zeroblob(1))"));
-  ASSERT_TRUE(writer.exec("CREATE TABLE cold (id INTEGER PRIMARY KEY)"));
-  const char* rewrite = "UPDATE filler SET bytes = randomblob(1048576) WHERE id = 1";
-  const auto head = static_cast<std::uintmax_t>(sqlite::kWalCachedHead);
-  const auto lag = static_cast<std::uintmax_t>(sqlite::kWalDropLag);
-  const auto span_to_drop = std::uintmax_t{256} << 20;
-  RawDb reader(path());
-  reader.scalar("BEGIN");
-  reader.scalar("SELECT count(*) FROM filler");
-  while (wal_bytes(path()) < head + span_to_drop / 2) ASSERT_TRUE(writer.exec(rewrite));
-  // The one page of `cold` is written once, here, and never again: its frame stays the newest.
-  ASSERT_TRUE(writer.exec("INSERT INTO cold VALUES (1)"));
-  while (wal_bytes(path()) < head + span_to_drop + lag) ASSERT_TRUE(writer.exec(rewrite));
-  const std::string wal = path() + "-wal";
-  const auto behind = wal_bytes(path()) - lag;
-  const auto cached_behind = cached_bytes(wal, head, behind);
-  EXPECT_LT(cached_behind, (behind - head) / 4)
-      << cached_behind << " of the " << behind - head << " bytes between the WAL's head and " << lag
-      << " bytes behind its end are still in the page cache";
-  EXPECT_GE(cached_behind, static_cast<std::uintmax_t>(::sysconf(_SC_PAGESIZE)))
-      << "the frame of cold's page, the newest of its page, was dropped with the rest";
-  EXPECT_GT(cached_bytes(wal, behind, behind + lag), lag / 2) << "the WAL's end was dropped";
-  EXPECT_GT(cached_bytes(wal, 0, head), head / 2) << "the head a restarted WAL reuses was dropped";
-  reader.scalar("COMMIT");
   EXPECT_EQ(RawDb(path()).scalar("PRAGMA integrity_check"), "ok");
 }
 

@@ -127,8 +127,6 @@ Result<std::unique_ptr<Connection>> Connection::open(const Settings& settings) {
     // held: gigabytes in minutes under load. SQLite reuses the file from its start once a
     // checkpoint has caught up, but never gives the space back unless told to: with this
     // limit the first commit after that restart cuts the file back to the limit.
-    static_assert(kWalSizeLimitBytes <= kWalCachedHead,
-                  "the part of a WAL that is reused after a restart stays in the page cache");
     const std::string limit = "PRAGMA journal_size_limit=" + std::to_string(kWalSizeLimitBytes);
     if (sqlite3_exec(raw, limit.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
       return fail_with((*connection)->error(sqlite3_errcode(raw), "setting journal_size_limit"));

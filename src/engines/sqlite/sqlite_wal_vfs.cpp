@@ -1,16 +1,10 @@
 #include "engines/sqlite/sqlite_wal_vfs.hpp"
 
-#include <fcntl.h>
 #include <sqlite3.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstddef>
-#include <memory>
-#include <new>
 #include <vector>
-
-#include "engines/sqlite/sqlite_wal_frames.hpp"
 
 namespace readpast::detail::sqlite {
 
@@ -35,19 +29,6 @@ struct WalFile {
   // Whether SQLite has synced this file: with PRAGMA synchronous=OFF it never does, and the
   // zeros are then not synced either.
   bool synced;
-  // A read-only descriptor of the same file, only to advise the kernel about its page cache
-  // (the default VFS does not give its own out), or -1. SQLite's unix VFS opens a WAL without
-  // locking (os_unix.c: only the main database takes POSIX locks; WAL locks are in -shm), so
-  // closing this descriptor releases none of SQLite's locks.
-  int advice_fd;
-  // Below these offsets this connection has started writeback and dropped clean pages (the
-  // header's page-cache paragraph); never below kWalCachedHead.
-  std::int64_t writeback_to;
-  std::int64_t dropped_to;
-  // The newest frame of each page, which stays cached (sqlite_wal_frames.hpp); null when
-  // advice_fd is -1. Owned: made in vfs_open, destroyed in wal_close (the struct lives in
-  // memory SQLite allocates and frees, so it holds a plain pointer).
-  WalFrames* frames;
 };
 
 constexpr std::size_t real_offset() {
@@ -84,86 +65,11 @@ int write_zeros(WalFile& wal, std::int64_t from, std::int64_t to) {
   return rc;
 }
 
-// The page-cache advice on [from, to) of the WAL, at most its last kWalAdviceSpan: what lies
-// below `to` and was not advised yet; moves `from` to `to`. Advice only: a failure changes
-// nothing.
-template <typename Advise>
-void advise_up_to(std::int64_t& from, std::int64_t to, Advise advise) {
-  if (to <= from) return;
-  advise(std::max(from, to - kWalAdviceSpan), to);
-  from = to;
-}
-
-// The frame size, from the WAL's header, when this handle did not write that header itself
-// (another connection began the WAL).
-void learn_frame_size(WalFile& wal) {
-  unsigned char header[WalFrames::kWalHeaderBytes] = {};
-  if (wal.real->pMethods->xRead(wal.real, header, sizeof header, 0) != SQLITE_OK) return;
-  if (const std::int64_t page_size = WalFrames::page_size_in(header); page_size > 0) {
-    wal.frames->set_page_size(page_size);
-  }
-}
-
-// After the file was extended to `end`: what lies far enough behind it leaves the page cache,
-// but for the newest frames of their pages (the kernel drops only the whole pages inside a
-// range, so theirs stay).
-void leave_page_cache_behind(WalFile& wal, std::int64_t end) {
-  if (wal.frames == nullptr) return;
-  const int fd = wal.advice_fd;
-  advise_up_to(wal.writeback_to, end - kWalWritebackLag, [fd](std::int64_t from, std::int64_t to) {
-#ifdef __linux__
-    (void)::sync_file_range(fd, from, to - from, SYNC_FILE_RANGE_WRITE);
-#endif
-  });
-  if (wal.frames->frame_bytes() == 0 && end - kWalDropLag > wal.dropped_to) learn_frame_size(wal);
-  const WalFrames& frames = *wal.frames;
-  advise_up_to(wal.dropped_to, end - kWalDropLag,
-               [fd, &frames](std::int64_t from, std::int64_t to) {
-                 frames.for_each_replaced(from, to, [fd](std::int64_t begin, std::int64_t stop) {
-#ifdef __linux__
-                   (void)::posix_fadvise(fd, begin, stop - begin, POSIX_FADV_DONTNEED);
-#endif
-                 });
-               });
-}
-
-// The file is `size` bytes now (cut by this connection or another): what is written past it
-// later is new and is advised again when the file has grown past it.
-void follow_cut(WalFile& wal, std::int64_t size) {
-  wal.writeback_to = std::clamp<std::int64_t>(size, kWalCachedHead, wal.writeback_to);
-  wal.dropped_to = std::clamp<std::int64_t>(size, kWalCachedHead, wal.dropped_to);
-  if (wal.frames != nullptr) wal.frames->on_truncate(size);
-}
-
-void end_advice(WalFile& wal) {
-  std::unique_ptr<WalFrames> owned(wal.frames);
-  wal.frames = nullptr;
-  if (wal.advice_fd >= 0) ::close(wal.advice_fd);
-  wal.advice_fd = -1;
-}
-
-// The page-cache advice for a WAL file just opened, on Linux: a descriptor and a WalFrames.
-void begin_advice(WalFile& wal, const char* name) {
-  wal.advice_fd = -1;
-  wal.frames = nullptr;
-#ifdef __linux__
-  if (name == nullptr) return;
-  wal.advice_fd = ::open(name, O_RDONLY | O_CLOEXEC);
-  if (wal.advice_fd < 0) return;
-  try {
-    wal.frames = std::make_unique<WalFrames>(kWalCachedHead).release();
-  } catch (const std::bad_alloc&) {
-    end_advice(wal);  // no advice, as on other systems
-  }
-#endif
-}
-
 // Before a write that ends at `end`, past the prepared part: extends the file by a chunk.
 void prepare(WalFile& wal, std::int64_t end) {
   sqlite3_int64 size_now = 0;
   if (wal.real->pMethods->xFileSize(wal.real, &size_now) != SQLITE_OK) return;
   const std::int64_t size = size_now;
-  follow_cut(wal, size);
   if (size >= end) {  // extended already (another process, or a file left so)
     wal.prepared_end = size;
     return;
@@ -173,7 +79,6 @@ void prepare(WalFile& wal, std::int64_t end) {
       (std::max(size + chunk, end) + kWalMinChunk - 1) / kWalMinChunk * kWalMinChunk;
   if (write_zeros(wal, size, to) == SQLITE_OK) {
     wal.prepared_end = to;
-    leave_page_cache_behind(wal, to);
   } else {
     wal.prepared_end = size;
     wal.retry_from = size + chunk;
@@ -183,7 +88,6 @@ void prepare(WalFile& wal, std::int64_t end) {
 // --- the WAL file's methods: the default VFS's, with writes past the prepared end prepared ---
 
 int wal_close(sqlite3_file* file) {
-  end_advice(as_wal(file));
   const int rc = real(file)->pMethods->xClose(real(file));
   file->pMethods = nullptr;
   return rc;
@@ -195,15 +99,7 @@ int wal_write(sqlite3_file* file, const void* data, int amount, sqlite3_int64 of
   WalFile& wal = as_wal(file);
   const std::int64_t end = offset + amount;
   if (end > wal.prepared_end && end >= wal.retry_from) prepare(wal, end);
-  const int rc = wal.real->pMethods->xWrite(wal.real, data, amount, offset);
-  if (rc == SQLITE_OK && wal.frames != nullptr) {
-    try {
-      wal.frames->on_write(data, amount, offset);
-    } catch (const std::bad_alloc&) {
-      end_advice(wal);  // no memory to track frames in: no more advice for this file
-    }
-  }
-  return rc;
+  return wal.real->pMethods->xWrite(wal.real, data, amount, offset);
 }
 int wal_truncate(sqlite3_file* file, sqlite3_int64 size) {
   WalFile& wal = as_wal(file);
@@ -217,7 +113,6 @@ int wal_truncate(sqlite3_file* file, sqlite3_int64 size) {
   const int rc = wal.real->pMethods->xTruncate(wal.real, to);
   wal.prepared_end = std::min<std::int64_t>(wal.prepared_end, to);
   wal.retry_from = 0;
-  follow_cut(wal, to);
   return rc;
 }
 int wal_sync(sqlite3_file* file, int flags) {
@@ -289,10 +184,6 @@ int vfs_open(sqlite3_vfs* vfs, const char* name, sqlite3_file* file, int flags, 
   wal.prepared_end = size;
   wal.retry_from = 0;
   wal.synced = false;
-  begin_advice(wal, name);
-  // A WAL grown elsewhere is advised from its end on (kWalAdviceSpan says why).
-  wal.writeback_to = std::max<std::int64_t>(kWalCachedHead, size - kWalWritebackLag);
-  wal.dropped_to = std::max<std::int64_t>(kWalCachedHead, size - kWalDropLag);
   file->pMethods = &kWalMethods;
   return SQLITE_OK;
 }

@@ -40,23 +40,6 @@
 // larger journal_size_limit would keep too. A cut to zero (a TRUNCATE checkpoint, which a
 // user asks for by hand) is made whole, as asked.
 //
-// It also keeps most of a held WAL out of the page cache (Linux only). The file grows by tens
-// of MB a second while held, and every new page of it is memory the kernel has to find: on the
-// benchmark machine, a VM whose memory once freed is handed back to the host, that cost 7.3 s
-// a GiB of frames appended against 4.3 s with the pages far behind the end dropped, which then
-// came from memory freed a moment before (docs/benchmarks.md, run 51). So each extension asks
-// the kernel to start writing back what lies kWalWritebackLag behind the file's end
-// (sync_file_range; with PRAGMA synchronous=FULL, the default, each commit has synced it
-// already) and to drop what lies kWalDropLag behind it (posix_fadvise(POSIX_FADV_DONTNEED)),
-// which by then is clean, but for the frames that are still the newest copy of their page
-// (sqlite_wal_frames.hpp): those are what readers and the checkpoint after the hold read
-// again, and dropping them too made one catch-up read them back from the disk for 70 s (run
-// 51). What is dropped are frames that newer ones replaced, read only by a reader whose
-// snapshot is older than the newer frame. The advice changes no byte of the file; a page still
-// being written back when its turn comes stays, for the kernel to evict later. The first
-// kWalCachedHead bytes stay too: a restarted WAL writes over them again, and a frame written
-// over part of a page the kernel no longer has is a read from the disk first.
-//
 // Files other than WAL files are the default VFS's own, untouched.
 //
 // Thread-safety: wal_vfs_name() may be called from any thread; it registers the VFS once (a
@@ -72,17 +55,6 @@ inline constexpr std::int64_t kWalMinChunk = std::int64_t{1} << 20;  // 1 MiB
 inline constexpr std::int64_t kWalMaxChunk = std::int64_t{4} << 20;  // 4 MiB
 // The most one cut of a WAL file to journal_size_limit takes off it.
 inline constexpr std::int64_t kWalTruncateStep = std::int64_t{256} << 20;  // 256 MiB
-
-// A held WAL's page cache (the header says why): the head a restarted WAL reuses stays; past
-// it, writeback is started kWalWritebackLag behind the end the file was extended to, and clean
-// pages are dropped kWalDropLag behind it. One connection advises at most kWalAdviceSpan at a
-// time, so that it never makes one long call while it holds the WAL write lock (a connection
-// that opens a WAL grown elsewhere starts at its end). A WAL smaller than
-// kWalCachedHead + kWalWritebackLag (every WAL that is not held) is never advised.
-inline constexpr std::int64_t kWalCachedHead = std::int64_t{64} << 20;     // 64 MiB
-inline constexpr std::int64_t kWalWritebackLag = std::int64_t{512} << 20;  // 512 MiB
-inline constexpr std::int64_t kWalDropLag = std::int64_t{1} << 30;         // 1 GiB
-inline constexpr std::int64_t kWalAdviceSpan = std::int64_t{64} << 20;     // 64 MiB
 
 // How far a WAL of `size` bytes is extended past a write that goes beyond its prepared part:
 // half its size, within [kWalMinChunk, kWalMaxChunk]. A database that is not held open
