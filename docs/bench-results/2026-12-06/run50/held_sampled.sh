@@ -8,8 +8,8 @@
 set -euo pipefail
 : "${R:?readpast_bench}" "${OUT:?output directory}"
 HOLD=${HOLD:-600} BASELINE=${BASELINE:-60} TAIL=${TAIL:-60}
+mkdir -p "$OUT/d"  # first: findmnt needs the directory to exist
 disk=$(findmnt -no SOURCE --target "$OUT" | sed 's|/dev/||')
-mkdir -p "$OUT/d"
 rm -rf "${OUT:?}/d/"*
 (
   while true; do
