@@ -104,7 +104,7 @@ class PgTables final : public ReadpastTables {
  public:
   explicit PgTables(const std::string& url) : pg_(url) {}
   // readpast.jobs is a view over these two (migration 10).
-  void reset() override { pg_.exec("TRUNCATE readpast.live, readpast.done"); }
+  void reset() override { pg_.exec("TRUNCATE readpast.live, readpast.waiting, readpast.done"); }
   void prefill(std::int64_t n) override {
     constexpr std::int64_t kChunk = 1'000'000;
     for (std::int64_t from = 1; from <= n; from += kChunk) {

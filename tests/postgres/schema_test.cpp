@@ -265,9 +265,9 @@ TEST_F(SchemaTest, TheStorageSettingsAreInPlace) {
   options.init_schema = true;
   must(Queue::open(url_, options));
   SqlConnection db(url_);
-  // Both tables behind the jobs view (migration 10): live took the table's settings, and
-  // done kept them with its rows.
-  for (const char* table : {"readpast.live", "readpast.done"}) {
+  // The tables behind the jobs view (migrations 10 and 17): live took the table's settings,
+  // done kept them with its rows, waiting has them too.
+  for (const char* table : {"readpast.live", "readpast.done", "readpast.waiting"}) {
     const std::string reloptions =
         db.scalar(std::string("SELECT array_to_string(reloptions, ',') FROM pg_class "
                               "WHERE oid = '") +
@@ -276,12 +276,16 @@ TEST_F(SchemaTest, TheStorageSettingsAreInPlace) {
     EXPECT_NE(reloptions.find("autovacuum_vacuum_scale_factor=0.01"), std::string::npos)
         << table << ": " << reloptions;
   }
-  // live: the primary key, lease, expiry, waiting and group indexes (the unique keys are held
-  // in unique_keys since schema 15; no due index since schema 16); done: the primary key,
-  // finished, notify and group indexes.
+  // live: the primary key, lease, expiry and group indexes (the unique keys are held in
+  // unique_keys since schema 15; no due index since schema 16; the waiting jobs' in waiting
+  // since schema 17); waiting: the primary key, queue and group indexes; done: the primary
+  // key, finished, notify and group indexes.
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_indexes WHERE schemaname = 'readpast' "
                       "AND tablename = 'live'"),
-            "5");
+            "4");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_indexes WHERE schemaname = 'readpast' "
+                      "AND tablename = 'waiting'"),
+            "3");
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_indexes WHERE schemaname = 'readpast' "
                       "AND tablename = 'done'"),
             "4");
@@ -413,8 +417,10 @@ TEST_F(SchemaTest, JobsInEveryStateSurviveTheUpgradeToTheFinishedJobsTable) {
 
   SqlConnection db(url_);
   EXPECT_EQ(db.scalar("SELECT relkind FROM pg_class WHERE oid = 'readpast.jobs'::regclass"), "v");
+  // (Through to the latest schema: the waiting job is in waiting since schema 17.)
   EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM readpast.live"),
-            "1,2,3,4,8,9");
+            "1,2,3,8,9");
+  EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM readpast.waiting"), "4");
   EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM readpast.done"), "5,6,7");
   const JobState expected[] = {JobState::kAvailable, JobState::kAvailable, JobState::kRunning,
                                JobState::kWaiting,   JobState::kSucceeded, JobState::kDead,
@@ -504,6 +510,72 @@ TEST_F(SchemaTest, HeldKeysStayHeldThroughTheUpgradeToTheKeysTable) {
   EXPECT_TRUE(must(queue.enqueue(running_again)).inserted) << "completing kept the key";
   must(queue.resolve_dependencies());
   EXPECT_EQ(must(queue.get(3)).state, JobState::kAvailable);
+}
+
+// Migration 17 (waiting jobs in a table of their own) upgrades a schema-16 database: the
+// waiting jobs move with their keys, counts, group waits and error history; the lease a
+// dependency was taken with before settles after; the dependents are then released by the
+// resolver or cancelled down the chain; a role granted rights on live gets them on waiting.
+TEST_F(SchemaTest, WaitingJobsMoveToTheirTableWithTheirKeysAndHistory) {
+  constexpr int kBeforeWaitingTable = 16;
+  const std::string token = "00000000000000000000000000000001";
+  SqlConnection db(url_);
+  create_schema_as_release(db, kBeforeWaitingTable);
+  db.exec(
+      "INSERT INTO readpast.jobs (queue, state, attempts, lease_token, leased_by, "
+      "lease_expires_at, started_at) VALUES ('q', 'running', 1, '" +
+      token + "', 'w', now() + interval '1 hour', now())");                                 // 1
+  db.exec("INSERT INTO readpast.jobs (queue, max_attempts) VALUES ('q', 1)");               // 2
+  db.exec("SELECT readpast.enqueue_after(ARRAY[1]::bigint[], 'q', unique_key => 'k')");     // 3
+  db.exec("SELECT readpast.enqueue_after(ARRAY[1, 2]::bigint[], 'q', group_name => 'g')");  // 4
+  db.exec("SELECT readpast.enqueue_after(ARRAY[]::bigint[], 'q', after_group => 'g')");     // 5
+  db.exec("UPDATE readpast.live SET last_error = 'before' WHERE id = 3");
+  db.exec(
+      "INSERT INTO readpast.job_errors (job_id, attempt, at, error) VALUES (3, 1, now(), "
+      "'before')");
+  const std::string role = "\"waits_" + db.scalar("SELECT current_database()") + "\"";
+  db.exec("CREATE ROLE " + role + " NOLOGIN");
+  db.exec("GRANT SELECT, INSERT, UPDATE, DELETE ON readpast.live TO " + role);
+
+  QueueOptions options;
+  options.init_schema = true;
+  Queue queue = must(Queue::open(url_, options));
+  EXPECT_EQ(must(queue.init()), detail::pg::kSchemaVersion);
+  EXPECT_EQ(db.scalar("SELECT string_agg(id || ':' || waiting_for, ' ' ORDER BY id) "
+                      "FROM readpast.waiting"),
+            "3:1 4:2 5:1");
+  EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ' ' ORDER BY id) FROM readpast.live"), "1 2");
+  EXPECT_EQ(
+      db.scalar("SELECT string_agg(unique_key || '=' || job_id, ' ') FROM readpast.unique_keys"),
+      "k=3");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.job_errors WHERE job_id = 3"), "1");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_indexes WHERE indexname = 'jobs_waiting_idx'"), "0");
+  EXPECT_EQ(db.scalar("SELECT string_agg(privilege_type, ',' ORDER BY privilege_type) "
+                      "FROM information_schema.role_table_grants WHERE table_schema = 'readpast' "
+                      "AND table_name = 'waiting' AND grantee = '" +
+                      role.substr(1, role.size() - 2) + "'"),
+            "DELETE,INSERT,SELECT,UPDATE");
+  db.exec("DROP OWNED BY " + role);
+  db.exec("DROP ROLE " + role);
+  EXPECT_EQ(must(queue.get(3)).state, JobState::kWaiting);
+  NewJob same = job("q");
+  same.unique_key = "k";
+  EXPECT_EQ(must(queue.enqueue(same)).id, 3) << "the held key was lost";
+
+  // Job 1 succeeds with the token it was leased with before: 3 is released; job 2 dies: 4 is
+  // cancelled, and with it the last member of group g finishes, which releases 5.
+  must(queue.complete(1, must(LeaseToken::from_hex(token))));
+  auto leased = must(queue.lease({.queue = "q", .worker_id = "w"}));
+  ASSERT_EQ(leased.size(), 1u);
+  EXPECT_EQ(leased[0].id, 2);
+  EXPECT_EQ(must(queue.fail(2, *leased[0].lease_token, "boom")), FailOutcome::kDead);
+  for (int round = 0; round < 5 && must(queue.resolve_dependencies()) > 0; ++round) {
+  }
+  EXPECT_EQ(must(queue.get(3)).state, JobState::kAvailable);
+  EXPECT_EQ(must(queue.get(3)).errors.size(), 1u);
+  EXPECT_EQ(must(queue.get(4)).state, JobState::kCancelled);
+  EXPECT_EQ(must(queue.get(5)).state, JobState::kAvailable);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.waiting"), "0");
 }
 
 // An application's role granted rights on the jobs table before schema 10 keeps them on the

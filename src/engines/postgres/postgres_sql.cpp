@@ -142,7 +142,6 @@ Sql::Sql(const SchemaName& schema)
       delete_worker(make<sql::delete_worker>("delete_worker", schema)),
       list_workers(make<sql::list_workers>("list_workers", schema)),
       lock_dependencies(make<sql::lock_dependencies>("lock_dependencies", schema)),
-      dependency_states(make<sql::dependency_states>("dependency_states", schema)),
       insert_dependent(make<sql::insert_dependent>("insert_dependent", schema)),
       unique_holder(make<sql::unique_holder>("unique_holder", schema)),
       insert_dependencies(make<sql::insert_dependencies>("insert_dependencies", schema)),

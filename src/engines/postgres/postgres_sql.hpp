@@ -110,7 +110,6 @@ struct Sql {
   Statement list_workers;
   // Dependencies (docs/workflows.md).
   Statement lock_dependencies;
-  Statement dependency_states;
   Statement insert_dependent;
   Statement unique_holder;
   Statement insert_dependencies;

@@ -503,13 +503,24 @@ SELECT r.id, r.attempts, statement_timestamp(), r.leased_by, r.last_error
 FROM (SELECT * FROM retried UNION ALL SELECT * FROM buried) r;
 
 -- name: cancel
--- Moves the live jobs among :ids to done as cancelled (a finished one is not in live and
--- stays as it is). Announced on the wake-up channel with the payload '!cancel' (no queue name
--- starts with a '!', so it cannot be mistaken for a queue's wake-up; pg_listener.hpp):
+-- Moves the unfinished jobs among :ids (in live or waiting) to done as cancelled (a finished
+-- one stays as it is). A job the resolver moves from waiting to live while this waits for its
+-- row is not found here: the engine runs the statement once more for the ids it missed, with
+-- a snapshot that sees the job in live (migration 17). Announced on the wake-up channel with
+-- the payload '!cancel' (no queue name starts with a '!', so it cannot be mistaken for a
+-- queue's wake-up; pg_listener.hpp):
 -- listening workers check their running jobs' leases at once instead of at their next poll.
 -- NOTIFY is delivered at commit, so a worker never checks before the cancel is visible.
-WITH gone AS (
-  DELETE FROM :"schema".live j WHERE j.id = ANY(:ids::bigint[])
+-- Each table is probed by id, one probe a job, however small its statistics say it is (the
+-- settles' form, `complete` says why): waiting is often analysed nearly empty and then holds
+-- thousands of dead rows, which a scan of it for a batch of ids would read.
+WITH input AS (
+  SELECT i.id FROM unnest(:ids::bigint[]) AS i(id) LIMIT cardinality(:ids::bigint[])
+), gone_live AS (
+  DELETE FROM :"schema".live j USING input i WHERE j.id = ANY (ARRAY[i.id])
+  RETURNING j.*
+), gone_waiting AS (
+  DELETE FROM :"schema".waiting j USING input i WHERE j.id = ANY (ARRAY[i.id])
   RETURNING j.*
 ), cancelled AS (
   INSERT INTO :"schema".done
@@ -517,7 +528,7 @@ WITH gone AS (
          g.lease_token, g.leased_by, NULL, g.enqueued_at, g.started_at,
          statement_timestamp(), g.unique_key, g.last_error, g.payload, g.progress,
          g.waiting_for, g.notify, g.delay_us, g.group_name
-  FROM gone g
+  FROM (SELECT * FROM gone_live UNION ALL SELECT * FROM gone_waiting) g
   RETURNING id, lease_token IS NOT NULL AS was_leased
 ), announced AS (
   -- One row whatever was cancelled (an aggregate without GROUP BY), so that the join below
@@ -1027,19 +1038,15 @@ ORDER BY name;
 -- already dead or cancelled, cancelled) with waiting_for = how many have not succeeded; each
 -- of those is marked notify. resolve_dependencies then tells the dependents of every
 -- finished job marked notify, in short transactions: a success meets the edge and counts
--- waiting_for down (the last one makes the job available, which jobs_notify_available
--- announces), a death or cancellation cancels the waiting dependents (which, marked notify
+-- waiting_for down (the last one moves the job from waiting to live, whose insert trigger
+-- announces it), a death or cancellation cancels the waiting dependents (which, marked notify
 -- themselves, pass it down the chain).
 
 -- name: lock_dependencies
--- The enqueue of a dependent, first: locks its live dependencies (marking them notify), so
--- that none finishes before this transaction commits unseen; then reads every state, with a
--- new snapshot (dependency_states) that sees what finished while it waited.
-UPDATE :"schema".live j SET notify = true
-WHERE j.id = ANY(:ids::bigint[]) AND j.state IN ('available', 'running', 'waiting');
-
--- name: dependency_states
-SELECT j.id, j.state FROM :"schema".jobs j WHERE j.id = ANY(:ids::bigint[]);
+-- The enqueue of a dependent, first: locks its unfinished dependencies (marking them notify),
+-- so that none finishes before this transaction commits unseen, then reads every state with a
+-- new snapshot that sees what finished while it waited (the function, migration 17, says how).
+SELECT d.id, d.state FROM :"schema".lock_dependencies(:ids::bigint[]) AS d;
 
 -- name: insert_dependent
 WITH input AS (
@@ -1069,7 +1076,16 @@ WITH input AS (
   SELECT i.new_id, i.queue, i.payload, i.priority, i.run_at, i.max_attempts, i.unique_key,
          i.state, i.waiting_for, i.delay_us, i.finished_at, i.last_error, i.group_name, i.notify
   FROM input i
-  WHERE i.state <> 'cancelled'
+  WHERE i.state = 'available'
+    AND (i.unique_key IS NULL OR i.new_id IN (SELECT c.job_id FROM claimed c))
+  RETURNING id
+), into_waiting AS (
+  INSERT INTO :"schema".waiting (id, queue, payload, priority, run_at, max_attempts, unique_key,
+                                 state, waiting_for, delay_us, last_error, group_name, notify)
+  SELECT i.new_id, i.queue, i.payload, i.priority, i.run_at, i.max_attempts, i.unique_key,
+         i.state, i.waiting_for, i.delay_us, i.last_error, i.group_name, i.notify
+  FROM input i
+  WHERE i.state = 'waiting'
     AND (i.unique_key IS NULL OR i.new_id IN (SELECT c.job_id FROM claimed c))
   RETURNING id
 ), into_done AS (
@@ -1083,7 +1099,7 @@ WITH input AS (
   FROM input i WHERE i.state = 'cancelled'
   RETURNING id
 )
-SELECT id FROM into_live UNION ALL SELECT id FROM into_done;
+SELECT id FROM into_live UNION ALL SELECT id FROM into_waiting UNION ALL SELECT id FROM into_done;
 
 -- name: unique_holder
 SELECT k.job_id FROM :"schema".unique_keys k
@@ -1115,8 +1131,8 @@ SELECT EXISTS (SELECT 1 FROM :"schema".done j
 -- One round for jobs that succeeded and for groups whose last member finished: up to :jobs
 -- of each, and up to :limit of their unmet edges in all, become met (a group's only up to the
 -- job it was released for, released_upto); each dependent counts down by its edges met here,
--- and the last one makes a waiting dependent available, its delay counted from now (which
--- jobs_notify_available announces). A job none of whose unmet edges is left beyond this
+-- and the last one makes a waiting dependent available, its delay counted from now: it moves
+-- from waiting to live, whose insert trigger announces it. A job none of whose unmet edges is left beyond this
 -- round has told them all (notify = false); so has a group (release_pending = false). The
 -- finished jobs and groups are locked (SKIP LOCKED) so that a retry waits for the round.
 -- Returns how many jobs, groups and edges it went through, and the groups of the jobs it
@@ -1151,17 +1167,28 @@ WITH finished AS (
 ), counts AS (
   SELECT e.job_id, count(*)::integer AS n FROM edges e GROUP BY e.job_id
 ), counted AS (
-  UPDATE :"schema".live j
-  SET state = CASE WHEN j.state = 'waiting' AND coalesce(j.waiting_for, 0) <= c.n
-                   THEN 'available' ELSE j.state END,
-      run_at = CASE WHEN j.state = 'waiting' AND coalesce(j.waiting_for, 0) <= c.n
-                    THEN greatest(j.run_at, statement_timestamp()
-                                            + coalesce(j.delay_us, 0) * interval '1 microsecond')
-                    ELSE j.run_at END,
-      waiting_for = greatest(coalesce(j.waiting_for, 0) - c.n, 0)
+  -- waiting probed by id whatever its statistics say (cancel says why).
+  UPDATE :"schema".waiting j SET waiting_for = coalesce(j.waiting_for, 0) - c.n
+  FROM counts c
+  WHERE j.id = ANY (ARRAY[c.job_id]) AND coalesce(j.waiting_for, 0) > c.n
+), freed AS (
+  DELETE FROM :"schema".waiting j USING counts c
+  WHERE j.id = ANY (ARRAY[c.job_id]) AND coalesce(j.waiting_for, 0) <= c.n
+  RETURNING j.*
+), made_available AS (
+  INSERT INTO :"schema".live OVERRIDING SYSTEM VALUE
+  SELECT f.id, f.queue, 'available', f.priority,
+         greatest(f.run_at,
+                  statement_timestamp() + coalesce(f.delay_us, 0) * interval '1 microsecond'),
+         f.attempts, f.max_attempts, f.lease_token, f.leased_by, f.lease_expires_at,
+         f.enqueued_at, f.started_at, f.finished_at, f.unique_key, f.last_error, f.payload,
+         f.progress, 0, f.notify, f.delay_us, f.group_name
+  FROM freed f
+), counted_live AS (
+  -- A dependent already available or running (retried with its dependencies met) counts too.
+  UPDATE :"schema".live j SET waiting_for = greatest(coalesce(j.waiting_for, 0) - c.n, 0)
   FROM counts c
   WHERE j.id = c.job_id
-  RETURNING j.id
 ), told AS (
   UPDATE :"schema".done j SET notify = false
   FROM finished f
@@ -1204,13 +1231,13 @@ WITH finished AS (
   SELECT DISTINCT ON (d.job_id) d.job_id, f.id AS cause, f.state AS cause_state
   FROM :"schema".dependencies d
   JOIN finished f ON d.depends_on = f.id
-  JOIN :"schema".live w ON w.id = d.job_id
-  WHERE NOT d.met AND w.state = 'waiting'
+  JOIN :"schema".waiting w ON w.id = ANY (ARRAY[d.job_id])  -- by id (cancel says why)
+  WHERE NOT d.met
   ORDER BY d.job_id, f.id
   LIMIT :limit::integer
 ), gone AS (
-  DELETE FROM :"schema".live j USING picked p
-  WHERE j.id = p.job_id AND j.state = 'waiting'
+  DELETE FROM :"schema".waiting j USING picked p
+  WHERE j.id = ANY (ARRAY[p.job_id])
   RETURNING j.*, 'cancelled: dependency ' || p.cause || ' is ' || p.cause_state AS reason
 ), cancelled AS (
   INSERT INTO :"schema".done
@@ -1225,8 +1252,8 @@ WITH finished AS (
   FROM finished f
   WHERE j.id = f.id
     AND NOT EXISTS (SELECT 1 FROM :"schema".dependencies d
-                    JOIN :"schema".live w ON w.id = d.job_id
-                    WHERE d.depends_on = f.id AND NOT d.met AND w.state = 'waiting'
+                    JOIN :"schema".waiting w ON w.id = ANY (ARRAY[d.job_id])
+                    WHERE d.depends_on = f.id AND NOT d.met
                       AND NOT EXISTS (SELECT 1 FROM picked p WHERE p.job_id = d.job_id))
   RETURNING j.group_name
 )
@@ -1257,8 +1284,9 @@ FROM (SELECT -d.depends_on AS group_id, max(d.job_id) AS upto
 WHERE g.id = w.group_id;
 
 -- name: rewait
--- Retried dependents wait again for what has not succeeded, or are available now. Each edge
--- is met when its job has succeeded (an edge whose job is gone keeps what it was).
+-- Retried dependents (put into live by retry, in this transaction) wait again for what has
+-- not succeeded, moved to waiting, or stay available. Each edge is met when its job has
+-- succeeded (an edge whose job is gone keeps what it was).
 WITH edges AS (
   UPDATE :"schema".dependencies d
   SET met = coalesce((SELECT j.state = 'succeeded' FROM :"schema".jobs j
@@ -1266,18 +1294,37 @@ WITH edges AS (
   WHERE d.job_id = ANY(:ids::bigint[])
   RETURNING d.job_id, d.depends_on, d.met
 ), counts AS (
-  SELECT e.job_id, count(*) FILTER (WHERE NOT e.met) AS unmet FROM edges e GROUP BY e.job_id
+  SELECT e.job_id, (count(*) FILTER (WHERE NOT e.met))::integer AS unmet
+  FROM edges e GROUP BY e.job_id
+), available AS (
+  UPDATE :"schema".live j SET waiting_for = 0
+  FROM counts c
+  WHERE j.id = c.job_id AND c.unmet = 0
+), gone AS (
+  DELETE FROM :"schema".live j USING counts c
+  WHERE j.id = c.job_id AND c.unmet > 0 AND j.state = 'available'
+  RETURNING j.*, c.unmet
 )
-UPDATE :"schema".live j
-SET waiting_for = c.unmet, state = CASE WHEN c.unmet > 0 THEN 'waiting' ELSE 'available' END
-FROM counts c
-WHERE j.id = c.job_id;
+INSERT INTO :"schema".waiting
+SELECT g.id, g.queue, 'waiting', g.priority, g.run_at, g.attempts, g.max_attempts,
+       g.lease_token, g.leased_by, g.lease_expires_at, g.enqueued_at, g.started_at,
+       g.finished_at, g.unique_key, g.last_error, g.payload, g.progress, g.unmet, g.notify,
+       g.delay_us, g.group_name
+FROM gone g;
 
 -- name: renotify
+-- The unfinished jobs that retried dependents wait for are to tell them when they finish.
+-- Under the resolver's lock, so no job moves from waiting to live meanwhile: one statement.
+WITH in_waiting AS (
+  UPDATE :"schema".waiting j SET notify = true
+  WHERE j.id IN (SELECT d.depends_on FROM :"schema".dependencies d
+                 WHERE d.job_id = ANY(:ids::bigint[]) AND NOT d.met)
+    AND j.notify IS NOT TRUE
+)
 UPDATE :"schema".live j SET notify = true
 WHERE j.id IN (SELECT d.depends_on FROM :"schema".dependencies d
                WHERE d.job_id = ANY(:ids::bigint[]) AND NOT d.met)
-  AND j.state IN ('available', 'running', 'waiting') AND j.notify IS NOT TRUE;
+  AND j.notify IS NOT TRUE;
 
 -- name: dependencies_of
 -- What the job waits for; state is NULL for a job that no longer exists, and for a group
