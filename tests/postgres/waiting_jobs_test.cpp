@@ -6,6 +6,7 @@
 // another transaction moves does not follow it into its new table.
 #include <chrono>
 #include <future>
+#include <optional>
 #include <thread>
 
 #include "pg_test_util.hpp"
@@ -17,6 +18,13 @@ using namespace std::chrono_literals;
 
 class WaitingJobsTest : public PostgresTest {
  protected:
+  // A job of queue q enqueued after `parent`: waiting while the parent is unfinished.
+  JobId dependent_of(Queue& queue, JobId parent, std::optional<std::string> key = std::nullopt) {
+    NewJob then = job("q", "then");
+    then.after = {parent};
+    then.unique_key = std::move(key);
+    return must(queue.enqueue(then)).id;
+  }
   // Where job `id` is: "live", "waiting", "done" or "" (nowhere).
   std::string table_of(SqlConnection& db, JobId id) {
     const std::string n = std::to_string(id);
@@ -48,10 +56,7 @@ TEST_F(WaitingJobsTest, AJobWaitsInItsOwnTableAndMovesToLiveWhenItsDependencySuc
   Queue queue = open();
   SqlConnection db = sql();
   const JobId first = must(queue.enqueue(job("q"))).id;
-  NewJob then = job("q", "then");
-  then.after = {first};
-  then.unique_key = "k";
-  const JobId second = must(queue.enqueue(then)).id;
+  const JobId second = dependent_of(queue, first, "k");
   EXPECT_EQ(table_of(db, second), "waiting");
   EXPECT_EQ(key_holder(db, "k"), std::to_string(second));
   EXPECT_EQ(db.scalar("SELECT notify FROM readpast.live WHERE id = " + std::to_string(first)), "t");
@@ -79,10 +84,7 @@ TEST_F(WaitingJobsTest, ARetriedDependentWaitsAgainWithItsKeyAndHistory) {
   NewJob once = job("q");
   once.max_attempts = 1;
   const JobId first = must(queue.enqueue(once)).id;
-  NewJob then = job("q", "then");
-  then.after = {first};
-  then.unique_key = "k";
-  const JobId second = must(queue.enqueue(then)).id;
+  const JobId second = dependent_of(queue, first, "k");
   db.exec("INSERT INTO readpast.job_errors (job_id, attempt, at, error) VALUES (" +
           std::to_string(second) + ", 1, now(), 'an earlier life')");
   db.exec("UPDATE readpast.waiting SET last_error = 'an earlier life' WHERE id = " +
@@ -123,10 +125,7 @@ TEST_F(WaitingJobsTest, EditsThroughTheViewMoveAJobBetweenTheTables) {
   Queue queue = open();
   SqlConnection db = sql();
   const JobId first = must(queue.enqueue(job("q"))).id;
-  NewJob then = job("q");
-  then.after = {first};
-  then.unique_key = "k";
-  const JobId second = must(queue.enqueue(then)).id;
+  const JobId second = dependent_of(queue, first, "k");
   const std::string id = std::to_string(second);
 
   // Out of waiting with a new key: the old key is given back, the new one held.
@@ -182,9 +181,7 @@ TEST_F(WaitingJobsTest, ACancelRacingTheMoveToLiveStillCancels) {
   Queue queue = open();
   SqlConnection db = sql();
   const JobId first = must(queue.enqueue(job("q"))).id;
-  NewJob then = job("q");
-  then.after = {first};
-  const JobId second = must(queue.enqueue(then)).id;
+  const JobId second = dependent_of(queue, first);
 
   SqlConnection mover = sql();
   mover.exec("BEGIN");
@@ -205,9 +202,7 @@ TEST_F(WaitingJobsTest, ADependencyMovedToLiveWhileLockedForADependentStillTells
   Queue queue = open();
   SqlConnection db = sql();
   const JobId first = must(queue.enqueue(job("q"))).id;
-  NewJob then = job("q");
-  then.after = {first};
-  const JobId second = must(queue.enqueue(then)).id;
+  const JobId second = dependent_of(queue, first);
 
   SqlConnection mover = sql();
   mover.exec("BEGIN");

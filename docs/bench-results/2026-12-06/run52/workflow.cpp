@@ -12,7 +12,7 @@
 // Built against a build's libreadpast.a, from the repository's root (one command line):
 //   g++ -std=c++20 -O2 -Iinclude docs/bench-results/2026-12-06/run52/workflow.cpp
 //       build/src/libreadpast.a -lsqlite3 -lpq -lmariadb -lcctz -lpthread -o workflow
-//   ./workflow URL [N]   (workflow.sh alternates two builds on one cluster)
+//   ./workflow URL [N]   (run 44's keyed.sh alternates two builds on one cluster)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
