@@ -117,9 +117,9 @@ int main(int argc, char** argv) {
   }
   t = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < waiting.size(); i += 100) {
-    std::vector<JobId> some(waiting.begin() + static_cast<std::ptrdiff_t>(i),
-                            waiting.begin() +
-                                static_cast<std::ptrdiff_t>(std::min(waiting.size(), i + 100)));
+    std::vector<JobId> some(
+        waiting.begin() + static_cast<std::ptrdiff_t>(i),
+        waiting.begin() + static_cast<std::ptrdiff_t>(std::min(waiting.size(), i + 100)));
     auto r = q->cancel(some);
     check(r.has_value() && r->size() == some.size(), "cancel");
   }
