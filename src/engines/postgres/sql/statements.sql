@@ -1132,9 +1132,10 @@ SELECT EXISTS (SELECT 1 FROM :"schema".done j
 -- of each, and up to :limit of their unmet edges in all, become met (a group's only up to the
 -- job it was released for, released_upto); each dependent counts down by its edges met here,
 -- and the last one makes a waiting dependent available, its delay counted from now: it moves
--- from waiting to live, whose insert trigger announces it. A job none of whose unmet edges is left beyond this
--- round has told them all (notify = false); so has a group (release_pending = false). The
--- finished jobs and groups are locked (SKIP LOCKED) so that a retry waits for the round.
+-- from waiting to live, whose insert trigger announces it. A job none of whose unmet edges is
+-- left beyond this round has told them all (notify = false); so has a group (release_pending =
+-- false). The finished jobs and groups are locked (SKIP LOCKED) so that a retry waits for the
+-- round.
 -- Returns how many jobs, groups and edges it went through, and the groups of the jobs it
 -- finished telling, comma-separated (one per job): those leave their groups (leave_groups).
 WITH finished AS (
