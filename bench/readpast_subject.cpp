@@ -103,7 +103,7 @@ T must(Result<T> result, const char* what) {
 class PgTables final : public ReadpastTables {
  public:
   explicit PgTables(const std::string& url) : pg_(url) {}
-  // readpast.jobs is a view over these two (migration 10).
+  // readpast.jobs is a view over these three (migrations 10 and 17).
   void reset() override { pg_.exec("TRUNCATE readpast.live, readpast.waiting, readpast.done"); }
   void prefill(std::int64_t n) override {
     constexpr std::int64_t kChunk = 1'000'000;

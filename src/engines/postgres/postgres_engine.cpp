@@ -164,14 +164,18 @@ ArrayParam fresh_tokens(int count) {
 }
 
 // Changed ids in the order they were asked for, each once.
-std::vector<JobId> in_request_order(std::span<const JobId> ids, const Rows& rows) {
-  std::set<JobId> changed;
-  for (int r = 0; r < rows.size(); ++r) changed.insert(rows.int8(r, 0));
+std::vector<JobId> in_request_order(std::span<const JobId> ids, std::set<JobId> changed) {
   std::vector<JobId> result;
   for (JobId id : ids) {
     if (changed.erase(id) > 0) result.push_back(id);
   }
   return result;
+}
+
+std::vector<JobId> in_request_order(std::span<const JobId> ids, const Rows& rows) {
+  std::set<JobId> changed;
+  for (int r = 0; r < rows.size(); ++r) changed.insert(rows.int8(r, 0));
+  return in_request_order(ids, std::move(changed));
 }
 
 class PostgresEngine final : public Engine {
@@ -646,11 +650,7 @@ class PostgresEngine final : public Engine {
     auto again = change(sql_.cancel, missed);
     if (!again) return fail_with(again.error());
     cancelled.insert(again->begin(), again->end());
-    std::vector<JobId> result;
-    for (JobId id : ids) {
-      if (cancelled.erase(id) > 0) result.push_back(id);
-    }
-    return result;
+    return in_request_order(ids, std::move(cancelled));
   }
 
   Result<std::vector<JobId>> retry(std::span<const JobId> ids) override {
