@@ -104,7 +104,11 @@ class PgTables final : public ReadpastTables {
  public:
   explicit PgTables(const std::string& url) : pg_(url) {}
   // readpast.jobs is a view over these three (migrations 10 and 17).
-  void reset() override { pg_.exec("TRUNCATE readpast.live, readpast.waiting, readpast.done"); }
+  void reset() override {
+    pg_.exec(
+        "TRUNCATE readpast.live, readpast.scheduled, readpast.waiting, readpast.done, "
+        "readpast.unique_keys");
+  }
   void prefill(std::int64_t n) override {
     constexpr std::int64_t kChunk = 1'000'000;
     for (std::int64_t from = 1; from <= n; from += kChunk) {

@@ -417,9 +417,11 @@ TEST_F(SchemaTest, JobsInEveryStateSurviveTheUpgradeToTheFinishedJobsTable) {
 
   SqlConnection db(url_);
   EXPECT_EQ(db.scalar("SELECT relkind FROM pg_class WHERE oid = 'readpast.jobs'::regclass"), "v");
-  // (Through to the latest schema: the waiting job is in waiting since schema 17.)
+  // (Through to the latest schema: the waiting job is in waiting since schema 17, the one
+  // scheduled for later in scheduled since schema 18.)
   EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM readpast.live"),
-            "1,2,3,8,9");
+            "1,3,8,9");
+  EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM readpast.scheduled"), "2");
   EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM readpast.waiting"), "4");
   EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM readpast.done"), "5,6,7");
   const JobState expected[] = {JobState::kAvailable, JobState::kAvailable, JobState::kRunning,
@@ -576,6 +578,59 @@ TEST_F(SchemaTest, WaitingJobsMoveToTheirTableWithTheirKeysAndHistory) {
   EXPECT_EQ(must(queue.get(4)).state, JobState::kCancelled);
   EXPECT_EQ(must(queue.get(5)).state, JobState::kAvailable);
   EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.waiting"), "0");
+}
+
+// Schema 18: available jobs scheduled for later move from live to scheduled with their keys
+// and error history, a lease taken before settles after, and a lease after their run_at (made
+// due by a hand edit) promotes and takes them. A role's rights on live are carried over.
+TEST_F(SchemaTest, ScheduledJobsMoveToTheirTableWithTheirKeysAndHistory) {
+  constexpr int kBeforeScheduledTable = 17;
+  const std::string token = "00000000000000000000000000000001";
+  SqlConnection db(url_);
+  create_schema_as_release(db, kBeforeScheduledTable);
+  db.exec(
+      "INSERT INTO readpast.jobs (queue, state, attempts, lease_token, leased_by, "
+      "lease_expires_at, started_at) VALUES ('q', 'running', 1, '" +
+      token + "', 'w', now() + interval '1 hour', now())");                                // 1
+  db.exec("SELECT readpast.enqueue('q', unique_key => 'k', delay => interval '1 hour')");  // 2
+  db.exec("SELECT readpast.enqueue('q')");                                                 // 3
+  db.exec("UPDATE readpast.live SET last_error = 'before' WHERE id = 2");
+  db.exec(
+      "INSERT INTO readpast.job_errors (job_id, attempt, at, error) VALUES (2, 1, now(), "
+      "'before')");
+  const std::string role = "\"later_" + db.scalar("SELECT current_database()") + "\"";
+  db.exec("CREATE ROLE " + role + " NOLOGIN");
+  db.exec("GRANT SELECT, INSERT, UPDATE, DELETE ON readpast.live TO " + role);
+
+  QueueOptions options;
+  options.init_schema = true;
+  Queue queue = must(Queue::open(url_, options));
+  EXPECT_EQ(must(queue.init()), detail::pg::kSchemaVersion);
+  EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ' ' ORDER BY id) FROM readpast.scheduled"), "2");
+  EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ' ' ORDER BY id) FROM readpast.live"), "1 3");
+  EXPECT_EQ(
+      db.scalar("SELECT string_agg(unique_key || '=' || job_id, ' ') FROM readpast.unique_keys"),
+      "k=2");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.job_errors WHERE job_id = 2"), "1");
+  EXPECT_EQ(db.scalar("SELECT string_agg(privilege_type, ',' ORDER BY privilege_type) "
+                      "FROM information_schema.role_table_grants WHERE table_schema = 'readpast' "
+                      "AND table_name = 'scheduled' AND grantee = '" +
+                      role.substr(1, role.size() - 2) + "'"),
+            "DELETE,INSERT,SELECT,UPDATE");
+  db.exec("DROP OWNED BY " + role);
+  db.exec("DROP ROLE " + role);
+  NewJob same = job("q");
+  same.unique_key = "k";
+  EXPECT_EQ(must(queue.enqueue(same)).id, 2) << "the held key was lost";
+
+  must(queue.complete(1, must(LeaseToken::from_hex(token))));
+  db.exec("UPDATE readpast.jobs SET run_at = now() WHERE id = 2");
+  auto leased = must(queue.lease({.queue = "q", .worker_id = "w", .max_jobs = 5}));
+  ASSERT_EQ(leased.size(), 2u);
+  EXPECT_EQ(leased[0].id, 3);
+  EXPECT_EQ(leased[1].id, 2);
+  EXPECT_EQ(must(queue.get(2)).errors.size(), 1u);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.scheduled"), "0");
 }
 
 // An application's role granted rights on the jobs table before schema 10 keeps them on the

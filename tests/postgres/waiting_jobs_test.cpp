@@ -9,48 +9,14 @@
 #include <optional>
 #include <thread>
 
-#include "pg_test_util.hpp"
+#include "moving_jobs.hpp"
 
 namespace readpast::test {
 namespace {
 
 using namespace std::chrono_literals;
 
-class WaitingJobsTest : public PostgresTest {
- protected:
-  // A job of queue q enqueued after `parent`: waiting while the parent is unfinished.
-  JobId dependent_of(Queue& queue, JobId parent, std::optional<std::string> key = std::nullopt) {
-    NewJob then = job("q", "then");
-    then.after = {parent};
-    then.unique_key = std::move(key);
-    return must(queue.enqueue(then)).id;
-  }
-  // Where job `id` is: "live", "waiting", "done" or "" (nowhere).
-  std::string table_of(SqlConnection& db, JobId id) {
-    const std::string n = std::to_string(id);
-    return db.scalar("SELECT coalesce((SELECT 'live' FROM readpast.live WHERE id = " + n +
-                     "), (SELECT 'waiting' FROM readpast.waiting WHERE id = " + n +
-                     "), (SELECT 'done' FROM readpast.done WHERE id = " + n + "), '')");
-  }
-  std::string key_holder(SqlConnection& db, const std::string& key) {
-    return db.scalar(
-        "SELECT coalesce((SELECT job_id::text FROM readpast.unique_keys "
-        "WHERE queue = 'q' AND unique_key = '" +
-        key + "'), '')");
-  }
-  // Blocks until some session other than the test's waits for a lock, so that the other
-  // transaction's commit comes while the statement under test waits for its row.
-  void until_a_session_waits_for_a_lock(SqlConnection& db) {
-    for (int i = 0; i < 500; ++i) {
-      if (db.scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND wait_event_type = 'Lock'") != "0") {
-        return;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    FAIL() << "no session ever waited for a lock";
-  }
-};
+using WaitingJobsTest = MovingJobsTest;
 
 TEST_F(WaitingJobsTest, AJobWaitsInItsOwnTableAndMovesToLiveWhenItsDependencySucceeds) {
   Queue queue = open();

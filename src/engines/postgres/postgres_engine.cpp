@@ -633,23 +633,28 @@ class PostgresEngine final : public Engine {
     return total;
   }
 
-  // A job the resolver moves from waiting to live while the cancel waits for its row is not
-  // found by that statement: a move is a delete and an insert, which it does not follow as it
-  // follows an update. A second statement, whose snapshot sees the move, finds it. Other moves
-  // out of live or waiting go to done, where a cancel has nothing left to do (or are a hand
-  // edit through the view), so one more is enough.
+  // A job that another statement moves between live, scheduled and waiting while the cancel
+  // waits for its row is not found by that statement: a move is a delete and an insert, which
+  // it does not follow as it follows an update. Another statement, whose snapshot sees the move,
+  // finds it. Jobs move both ways between live and scheduled (a lease promotes one, a failure
+  // retried later moves it back), so it may have moved again meanwhile: up to kCancelPasses in
+  // all. Ids of finished jobs are missed by every pass (a cancel leaves them as they are), so a
+  // cancel that names one costs three statements.
   Result<std::vector<JobId>> cancel(std::span<const JobId> ids) override {
+    constexpr int kCancelPasses = 3;
     auto first = change(sql_.cancel, ids);
     if (!first) return fail_with(first.error());
     std::set<JobId> cancelled(first->begin(), first->end());
-    std::vector<JobId> missed;
-    for (JobId id : ids) {
-      if (!cancelled.contains(id)) missed.push_back(id);
+    for (int pass = 1; pass < kCancelPasses; ++pass) {
+      std::vector<JobId> missed;
+      for (JobId id : ids) {
+        if (!cancelled.contains(id)) missed.push_back(id);
+      }
+      if (missed.empty()) break;
+      auto again = change(sql_.cancel, missed);
+      if (!again) return fail_with(again.error());
+      cancelled.insert(again->begin(), again->end());
     }
-    if (missed.empty()) return first;
-    auto again = change(sql_.cancel, missed);
-    if (!again) return fail_with(again.error());
-    cancelled.insert(again->begin(), again->end());
     return in_request_order(ids, std::move(cancelled));
   }
 

@@ -184,16 +184,17 @@ ORDER BY i.ord;
 -- It is a function so that no statistics can change how it reads: with those of a queue that
 -- was nearly empty when last analysed, a plain statement sorted the whole backlog on every
 -- lease (docs/benchmarks.md, run 39). Inside it:
---   - The first entry of jobs_due_idx is read once, before the walk: when no job is due it
---     stops the statement at once, instead of walking past every scheduled job.
+--   - The queue's first entry of jobs_lease_idx is read once, before the walk, which starts
+--     there: when no job is due it stops the statement at once (migration 16).
 --   - The NOT EXISTS (one probe of the queues table's primary key) hands out nothing of a
 --     paused queue, nor of one with limits (lease_limited serves those; same row, same cost).
 --   - The update's state test is written `(j.state || '')` so that it matches no partial
 --     index, and `j.id = ANY (ARRAY(SELECT …))` repeats the join condition, so that the rows to
 --     update are found by one probe of the primary key each (docs/postgres.md).
+--   - Scheduled jobs of the queue that have come due are promoted first (migration 18).
 --   - Its plan is generic, planned once per session: the batch size is a parameter.
 --   - After the jobs comes one row whose id is null: walked_pages, the pages of jobs_lease_idx
---     and jobs_due_idx the call read, by which the engine turns to the lanes when the head is
+--     the call read, by which the engine turns to the lanes when the head is
 --     long (src/engines/postgres/lease_mode.hpp).
 --
 -- Lease tokens come from the caller (:tokens, 128 random bits per job the lease may take, from
@@ -503,10 +504,12 @@ SELECT r.id, r.attempts, statement_timestamp(), r.leased_by, r.last_error
 FROM (SELECT * FROM retried UNION ALL SELECT * FROM buried) r;
 
 -- name: cancel
--- Moves the unfinished jobs among :ids (in live or waiting) to done as cancelled (a finished
--- one stays as it is). A job the resolver moves from waiting to live while this waits for its
--- row is not found here: the engine runs the statement once more for the ids it missed, with
--- a snapshot that sees the job in live (migration 17). Announced on the wake-up channel with
+-- Moves the unfinished jobs among :ids (in live, scheduled or waiting) to done as cancelled (a
+-- finished one stays as it is). A job that another statement moves between those tables while
+-- this waits for its row (the resolver from waiting to live, a lease promoting it from
+-- scheduled, a failure retried later back into scheduled) is not found here: the engine runs
+-- the statement again for the ids it missed, with a snapshot that sees the move (migrations 17
+-- and 18). Announced on the wake-up channel with
 -- the payload '!cancel' (no queue name starts with a '!', so it cannot be mistaken for a
 -- queue's wake-up; pg_listener.hpp):
 -- listening workers check their running jobs' leases at once instead of at their next poll.
@@ -519,6 +522,9 @@ WITH input AS (
 ), gone_live AS (
   DELETE FROM :"schema".live j USING input i WHERE j.id = ANY (ARRAY[i.id])
   RETURNING j.*
+), gone_scheduled AS (
+  DELETE FROM :"schema".scheduled j USING input i WHERE j.id = ANY (ARRAY[i.id])
+  RETURNING j.*
 ), gone_waiting AS (
   DELETE FROM :"schema".waiting j USING input i WHERE j.id = ANY (ARRAY[i.id])
   RETURNING j.*
@@ -528,7 +534,8 @@ WITH input AS (
          g.lease_token, g.leased_by, NULL, g.enqueued_at, g.started_at,
          statement_timestamp(), g.unique_key, g.last_error, g.payload, g.progress,
          g.waiting_for, g.notify, g.delay_us, g.group_name
-  FROM (SELECT * FROM gone_live UNION ALL SELECT * FROM gone_waiting) g
+  FROM (SELECT * FROM gone_live UNION ALL SELECT * FROM gone_scheduled
+        UNION ALL SELECT * FROM gone_waiting) g
   RETURNING id, lease_token IS NOT NULL AS was_leased
 ), announced AS (
   -- One row whatever was cancelled (an aggregate without GROUP BY), so that the join below
@@ -642,14 +649,15 @@ SELECT statement_timestamp();
 -- jobs_lease_idx, from :after when given in the lanes registered (while another session holds
 -- an old snapshot: the earliest of the engine's lane frontiers, lease_frontier.hpp; below it
 -- no job is left for a lease but those that marks announce, and their inserts notify), where
--- a held snapshot keeps the entries of every job taken since at the head. Then whether
--- the queue's limits let no lease take a job now (running limit reached, no rate slot out of
+-- a held snapshot keeps the entries of every job taken since at the head; or the first job of
+-- scheduled when that is earlier (migration 18: due or not yet, the next lease promotes it when
+-- due). Then whether the queue's limits let no lease take a job now (running limit reached, no rate slot out of
 -- its window): a throttled worker then looks again now and then instead of spinning, since
 -- no notification announces a settled job. Under a running limit the queue's running jobs
 -- are about as many as the limit, so counting them is bounded by it.
 SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM :"schema".queues q
                              WHERE q.name = :queue::text AND q.paused_at IS NOT NULL)
-            THEN (extract(epoch FROM
+            THEN (extract(epoch FROM least(
                     CASE WHEN :after::timestamptz IS NULL
                          THEN (SELECT CASE WHEN h.run_at <= statement_timestamp() THEN h.run_at
                                            ELSE :"schema".first_run_at(:queue::text, NULL) END
@@ -657,7 +665,9 @@ SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM :"schema".queues q
                                      WHERE d.queue = :queue::text AND d.state = 'available'
                                      ORDER BY d.priority, d.run_at, d.id
                                      LIMIT 1) h)
-                         ELSE :"schema".first_run_at(:queue::text, :after::timestamptz) END
+                         ELSE :"schema".first_run_at(:queue::text, :after::timestamptz) END,
+                    (SELECT s.run_at FROM :"schema".scheduled s WHERE s.queue = :queue::text
+                     ORDER BY s.run_at, s.id LIMIT 1))
                     - statement_timestamp()) * 1000000)::bigint END,
        EXISTS (SELECT 1 FROM :"schema".queues q
                WHERE q.name = :queue::text
@@ -1315,17 +1325,12 @@ FROM gone g;
 
 -- name: renotify
 -- The unfinished jobs that retried dependents wait for are to tell them when they finish.
--- Under the resolver's lock, so no job moves from waiting to live meanwhile: one statement.
-WITH in_waiting AS (
-  UPDATE :"schema".waiting j SET notify = true
-  WHERE j.id IN (SELECT d.depends_on FROM :"schema".dependencies d
-                 WHERE d.job_id = ANY(:ids::bigint[]) AND NOT d.met)
-    AND j.notify IS NOT TRUE
-)
-UPDATE :"schema".live j SET notify = true
-WHERE j.id IN (SELECT d.depends_on FROM :"schema".dependencies d
-               WHERE d.job_id = ANY(:ids::bigint[]) AND NOT d.met)
-  AND j.notify IS NOT TRUE;
+-- Under the resolver's lock no job moves from waiting to live, but a lease may promote one
+-- from scheduled and a failure move one back while this waits for its row, so the jobs are
+-- marked by lock_dependencies() (migration 18), which looks again for a job that moved.
+SELECT count(*) FROM :"schema".lock_dependencies(ARRAY(
+  SELECT d.depends_on FROM :"schema".dependencies d
+  WHERE d.job_id = ANY(:ids::bigint[]) AND NOT d.met));
 
 -- name: dependencies_of
 -- What the job waits for; state is NULL for a job that no longer exists, and for a group
