@@ -190,7 +190,9 @@ ORDER BY i.ord;
 --     paused queue, nor of one with limits (lease_limited serves those; same row, same cost).
 --   - The update's state test is written `(j.state || '')` so that it matches no partial
 --     index, and `j.id = ANY (ARRAY(SELECT …))` repeats the join condition, so that the rows to
---     update are found by one probe of the primary key each (docs/postgres.md).
+--     update are found by one probe of the primary key each (docs/postgres.md); each is joined
+--     to its place in the pick by a hash join (migration 18: a nested loop, which statistics
+--     of a nearly empty table chose, read the whole pick for every row).
 --   - Scheduled jobs of the queue that have come due are promoted first (migration 18).
 --   - Its plan is generic, planned once per session: the batch size is a parameter.
 --   - After the jobs comes one row whose id is null: walked_pages, the pages of jobs_lease_idx
