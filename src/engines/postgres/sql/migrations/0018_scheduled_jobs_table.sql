@@ -5,14 +5,21 @@
 -- running ones: what the rings of section 4 will split into ready and running, with no row in
 -- either that a segment would have to carry for hours until it comes due.
 --
--- Into scheduled, from every path at once: a row trigger on live (live_schedule_later) moves a
--- row that an INSERT or an UPDATE left available with a later run_at, at the end of the
--- statement that wrote it. So the enqueues (the engine's statements, the SQL functions, a plain
--- INSERT INTO readpast.jobs), a failure retried after a backoff, a release with a delay, a
--- dependent released with its delay and a hand edit of run_at all go there, and each keeps its
--- statement and its RETURNING. Its condition is evaluated in the executor, without a call, for
--- every row live is written: a lease or an enqueue of a due job pays that and nothing else.
--- A job scheduled for later costs one insert and one delete in live more than before.
+-- Into scheduled, from every path at once, at the end of the statement that wrote live, so
+-- that each statement keeps its text and its RETURNING:
+--   - inserts (the enqueues: the SQL functions, a plain INSERT INTO readpast.jobs, the
+--     engine's keyed and mixed batches; a dependent released with its delay): live's
+--     statement-level insert trigger, which already reads the inserted rows once for the
+--     wake-up (notify_inserted(), migration 12), moves those scheduled for later in two
+--     set-based statements; an enqueue of due jobs pays nothing more. The engine's plain
+--     enqueues of one job or of a uniform batch (statements.sql) insert into scheduled
+--     directly, which saves the insert and the delete in live;
+--   - updates (a failure retried after a backoff, a release with a delay, a hand edit of
+--     run_at): a row trigger, live_schedule_later, whose condition the executor evaluates for
+--     every row updated without a call (a lease pays that and nothing else), and which moves
+--     the row in one statement. A statement-level trigger would have every lease collect its
+--     rows for it.
+-- A job scheduled for later that goes through live costs one insert and one delete there.
 --
 -- Out of scheduled, into live: promote_due(), which each lease runs first for its queue when
 -- the first job of scheduled is due (one descent of scheduled_due_idx when none is), in a
@@ -41,9 +48,10 @@
 SELECT :"schema".lock_for_upgrade(':"schema".live', 'ACCESS EXCLUSIVE');
 
 -- Rows are inserted once, deleted when they come due or are cancelled, and updated only by a
--- hand edit through the view or a dependent's lock (notify): waiting's settings.
+-- hand edit through the view or a dependent's lock (notify): waiting's settings. Ids come from
+-- the jobs' sequence, for the enqueues that insert here directly (statements.sql).
 CREATE TABLE :"schema".scheduled (
-  id               bigint      PRIMARY KEY,
+  id               bigint      PRIMARY KEY DEFAULT nextval(':"schema".jobs_id_seq'),
   queue            text        NOT NULL
                    CHECK (octet_length(queue) <= 128 AND queue ~ '^[A-Za-z0-9][A-Za-z0-9_.-]*$'),
   state            text        NOT NULL DEFAULT 'available' CHECK (state = 'available'),
@@ -168,21 +176,67 @@ WITH moved AS (
 INSERT INTO :"schema".scheduled SELECT * FROM moved;
 -- Not analysed here, for the reason migration 17 gives for waiting.
 
--- The move into scheduled, for every statement that leaves a job of live available later (the
--- header says which). An AFTER row trigger runs at the end of that statement, after its
--- RETURNING and its other row triggers (live_move_unique_key first: a key changed by the same
--- UPDATE moves before the row does). live's columns are the view's, in its order.
+-- The move into scheduled for an UPDATE that leaves a job of live available later (the header
+-- says which). An AFTER row trigger runs at the end of that statement, after its RETURNING and
+-- its other row triggers (live_move_unique_key first: a key changed by the same UPDATE moves
+-- before the row does). live's columns are the view's, in its order.
 CREATE FUNCTION :"schema".schedule_later() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN
-  INSERT INTO :"schema".scheduled SELECT NEW.*;
-  DELETE FROM :"schema".live j WHERE j.id = NEW.id;
+  WITH moved AS (
+    DELETE FROM :"schema".live j WHERE j.id = NEW.id RETURNING j.*
+  )
+  INSERT INTO :"schema".scheduled SELECT * FROM moved;
   RETURN NULL;
 END
 $fn$;
-CREATE TRIGGER live_schedule_later AFTER INSERT OR UPDATE OF state, run_at ON :"schema".live
+CREATE TRIGGER live_schedule_later AFTER UPDATE OF state, run_at ON :"schema".live
   FOR EACH ROW WHEN (NEW.state = 'available' AND NEW.run_at > statement_timestamp())
   EXECUTE FUNCTION :"schema".schedule_later();
+
+-- And for an INSERT: migration 12's notify_inserted(), whose one read of the inserted rows now
+-- also tells whether any is scheduled for later; only then are they moved, set-based, before
+-- the marks (which leave them out: their keys are ahead of any lease). Sequential scans off, so
+-- that the delete probes live_pkey whatever live's statistics say.
+CREATE OR REPLACE FUNCTION :"schema".notify_inserted() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog SET enable_seqscan = off
+AS $fn$
+DECLARE
+  any_old boolean;
+  any_later boolean;
+BEGIN
+  -- The wake-up (one notice per queue with a job due), whether some job is available with a
+  -- key older than δ (100 ms, migration 11) before the statement, and whether some is
+  -- scheduled for later. OFFSET 0 keeps the aggregates above the wake-up, so that every queue
+  -- is woken whatever its keys.
+  SELECT bool_or(w.old), bool_or(NOT w.due) INTO any_old, any_later
+  FROM (
+    SELECT q.old, q.due, CASE WHEN q.due THEN pg_notify(:'channel', q.queue) END AS woken
+    FROM (SELECT DISTINCT n.queue, n.run_at <= statement_timestamp() AS due,
+                 n.run_at < statement_timestamp() - interval '100 milliseconds' AS old
+          FROM new_jobs n WHERE n.state = 'available') q
+    OFFSET 0) w;
+  IF any_later THEN
+    INSERT INTO :"schema".scheduled
+    SELECT * FROM new_jobs n
+    WHERE n.state = 'available' AND n.run_at > statement_timestamp();
+    DELETE FROM :"schema".live j
+    WHERE j.id = ANY (ARRAY(SELECT n.id FROM new_jobs n
+                            WHERE n.state = 'available' AND n.run_at > statement_timestamp()));
+  END IF;
+  IF any_old OR clock_timestamp() - statement_timestamp() > interval '100 milliseconds' THEN
+    INSERT INTO :"schema".lane_marks (queue, priority, run_at, id)
+    SELECT DISTINCT ON (n.queue, n.priority) n.queue, n.priority, n.run_at, n.id
+    FROM new_jobs n
+    WHERE n.state = 'available' AND n.run_at <= statement_timestamp()
+      AND (n.run_at < statement_timestamp() - interval '100 milliseconds'
+           OR clock_timestamp() - statement_timestamp() > interval '100 milliseconds')
+    ORDER BY n.queue, n.priority, n.run_at, n.id;
+    PERFORM :"schema".forget_old_marks();
+  END IF;
+  RETURN NULL;
+END
+$fn$;
 
 -- Out of scheduled: the queue's due jobs, earliest first, up to 5,000 a call (a lease after it
 -- promotes the rest). SKIP LOCKED: leases of the queue promoting at once share the rows out,
