@@ -73,11 +73,17 @@ bool only_payloads_differ(std::span<const NewJob> jobs) {
 // Jobs without unique keys: one INSERT, every job inserted.
 Result<std::vector<Enqueued>> enqueue_plain(Connection& connection, const Sql& statements,
                                             std::span<const NewJob> jobs) {
+  // A job given a time may be scheduled for later: the timed statements put it straight into
+  // scheduled (statements.sql). One given none is due: the plain INSERT, cheaper.
+  const bool timed = jobs.front().delay.has_value() || jobs.front().run_at.has_value();
   if (jobs.size() == 1) {
     const NewJob& job = jobs.front();
-    auto rows = connection.exec(
-        statements.enqueue_one,
-        scalar_enqueue_params<sql::enqueue_one>(job, sql::enqueue_one::payload, job.payload));
+    auto rows = timed ? connection.exec(statements.enqueue_one_timed,
+                                        scalar_enqueue_params<sql::enqueue_one_timed>(
+                                            job, sql::enqueue_one_timed::payload, job.payload))
+                      : connection.exec(statements.enqueue_one,
+                                        scalar_enqueue_params<sql::enqueue_one>(
+                                            job, sql::enqueue_one::payload, job.payload));
     if (!rows) return fail_with(rows.error());
     if (rows->size() != 1) return fail_with(Error::internal("enqueue: no id came back"));
     return std::vector<Enqueued>{Enqueued{rows->int8(0, 0), true}};
@@ -86,6 +92,12 @@ Result<std::vector<Enqueued>> enqueue_plain(Connection& connection, const Sql& s
     if (only_payloads_differ(jobs)) {
       ArrayParam payloads(Oid::kBytea);
       for (const NewJob& job : jobs) payloads.add(job.payload);
+      if (timed) {
+        return connection.exec(
+            statements.enqueue_uniform_timed,
+            scalar_enqueue_params<sql::enqueue_uniform_timed>(
+                jobs.front(), sql::enqueue_uniform_timed::payloads, payloads.encode()));
+      }
       return connection.exec(statements.enqueue_uniform,
                              scalar_enqueue_params<sql::enqueue_uniform>(
                                  jobs.front(), sql::enqueue_uniform::payloads, payloads.encode()));

@@ -57,9 +57,11 @@ struct Sql {
   Statement listen;  // a script, on the listener's connection
   Statement schema_version;
   Statement enqueue_one;
+  Statement enqueue_one_timed;
   Statement enqueue_one_keyed;
   Statement enqueue_many;
   Statement enqueue_uniform;
+  Statement enqueue_uniform_timed;
   Statement enqueue;
   Statement lease;
   // The lease and the probe of LeaseMode (lease_mode.hpp) while a snapshot is held.

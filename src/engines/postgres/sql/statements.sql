@@ -54,10 +54,21 @@ SELECT max(version) FROM :"schema".schema_version;
 -- identity column draws its ids in that order, so the ids that come back, sorted, are the
 -- inputs' ids in order (see pg_jobs.cpp). (For one job, the general statement below cost
 -- 45 µs more server time per call: 6,830 against 9,814 calls/s on one connection.)
--- A job scheduled for later goes straight into scheduled (migration 18), its id drawn from the
--- same sequence; the condition has no column in it, so the INSERT it is false for reads
--- nothing. (live's insert trigger would move it there, at the cost of an insert and a delete
--- in live: delayed batches at 0.55, docs/benchmarks.md run 53.)
+-- For a job given no delay or run_at: it is due. Otherwise enqueue_one_timed.
+INSERT INTO :"schema".live (queue, payload, priority, run_at, max_attempts)
+VALUES (:queue::text, :payload::bytea, :priority::integer,
+        coalesce(:run_at::timestamptz,
+                 statement_timestamp() + coalesce(:delay_us::bigint, 0) * interval '1 microsecond'),
+        :max_attempts::integer)
+RETURNING id;
+
+-- name: enqueue_one_timed
+-- The same for a job given a delay or a run_at: scheduled for later, it goes straight into
+-- scheduled (migration 18), its id drawn from the same sequence, and into live when due. Each
+-- INSERT is behind a condition with no column in it, so the one it is false for reads
+-- nothing. (live's insert trigger would move it, at the cost of an insert and a delete in
+-- live; this form costs a due job's enqueue about a tenth more than the plain one:
+-- docs/benchmarks.md run 53.)
 WITH due AS (
   INSERT INTO :"schema".live (queue, payload, priority, run_at, max_attempts)
   SELECT :queue::text, :payload::bytea, :priority::integer, r.run_at, :max_attempts::integer
@@ -92,8 +103,19 @@ RETURNING id;
 -- The same for a batch whose jobs differ only in their payloads (one queue, priority, time
 -- and max_attempts: what a producer sends most), as one array and five scalars. Measured
 -- against enqueue_many with the same jobs: the server unnests one array instead of six
--- and the client encodes one (readpast_bench, docs/benchmarks.md run 7). Scheduled for
--- later, the batch goes straight into scheduled, as in enqueue_one.
+-- and the client encodes one (readpast_bench, docs/benchmarks.md run 7). Given no delay or
+-- run_at; otherwise enqueue_uniform_timed.
+INSERT INTO :"schema".live (queue, payload, priority, run_at, max_attempts)
+SELECT :queue::text, t.payload, :priority::integer,
+       coalesce(:run_at::timestamptz,
+                statement_timestamp() + coalesce(:delay_us::bigint, 0) * interval '1 microsecond'),
+       :max_attempts::integer
+FROM unnest(:payloads::bytea[]) WITH ORDINALITY AS t(payload, ord)
+ORDER BY t.ord
+RETURNING id;
+
+-- name: enqueue_uniform_timed
+-- A uniform batch given a delay or a run_at, into scheduled or live as enqueue_one_timed.
 WITH due AS (
   INSERT INTO :"schema".live (queue, payload, priority, run_at, max_attempts)
   SELECT :queue::text, t.payload, :priority::integer, r.run_at, :max_attempts::integer
