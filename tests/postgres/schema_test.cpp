@@ -27,6 +27,39 @@ class SchemaTest : public ::testing::Test {
   std::string url_;
 };
 
+// A role of the cluster for one test, named after the test's database (roles are the
+// cluster's), dropped with its grants when the test ends, whatever happened before.
+class TestRole {
+ public:
+  TestRole(SqlConnection& db, const std::string& prefix)
+      : db_(db), name_("\"" + prefix + "_" + db.scalar("SELECT current_database()") + "\"") {
+    db_.exec("CREATE ROLE " + name_ + " NOLOGIN");
+  }
+  ~TestRole() {
+    // Best effort, as a destructor must be: the statements' errors are left unread.
+    for (const std::string& sql :
+         {std::string("RESET ROLE"), "DROP OWNED BY " + name_, "DROP ROLE " + name_}) {
+      PQclear(PQexec(db_.get(), sql.c_str()));
+    }
+  }
+  TestRole(const TestRole&) = delete;
+  TestRole& operator=(const TestRole&) = delete;
+
+  const std::string& name() const { return name_; }  // quoted, for SQL text
+  // Its privileges on readpast.<table>, sorted, comma-separated.
+  std::string rights_on(const std::string& table) const {
+    return db_.scalar(
+        "SELECT string_agg(privilege_type, ',' ORDER BY privilege_type) "
+        "FROM information_schema.role_table_grants WHERE table_schema = 'readpast' "
+        "AND table_name = $1 AND grantee = $2",
+        {table, name_.substr(1, name_.size() - 2)});
+  }
+
+ private:
+  SqlConnection& db_;
+  std::string name_;
+};
+
 TEST_F(SchemaTest, OpeningWithoutInitSaysToRunInit) {
   auto opened = Queue::open(url_);
   ASSERT_FALSE(opened);
@@ -475,8 +508,8 @@ TEST_F(SchemaTest, HeldKeysStayHeldThroughTheUpgradeToTheKeysTable) {
       "INSERT INTO readpast.jobs (queue, unique_key, state, finished_at) "
       "VALUES ('q', 'finished', 'succeeded', now())");        // 4
   db.exec("INSERT INTO readpast.jobs (queue) VALUES ('q')");  // 5, no key
-  const std::string role = "\"keys_" + db.scalar("SELECT current_database()") + "\"";
-  db.exec("CREATE ROLE " + role + " NOLOGIN");
+  const TestRole keys_role(db, "keys");
+  const std::string& role = keys_role.name();
   db.exec("GRANT SELECT, INSERT, DELETE ON readpast.live TO " + role);
 
   QueueOptions options;
@@ -488,13 +521,7 @@ TEST_F(SchemaTest, HeldKeysStayHeldThroughTheUpgradeToTheKeysTable) {
             "available=1 running=2 waiting=3");
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_indexes WHERE indexname = 'jobs_unique_key_idx'"),
             "0");
-  EXPECT_EQ(db.scalar("SELECT string_agg(privilege_type, ',' ORDER BY privilege_type) "
-                      "FROM information_schema.role_table_grants WHERE table_schema = 'readpast' "
-                      "AND table_name = 'unique_keys' AND grantee = '" +
-                      role.substr(1, role.size() - 2) + "'"),
-            "DELETE,INSERT,SELECT");
-  db.exec("DROP OWNED BY " + role);
-  db.exec("DROP ROLE " + role);
+  EXPECT_EQ(keys_role.rights_on("unique_keys"), "DELETE,INSERT,SELECT");
 
   JobId id = 1;
   for (const char* key : {"available", "running", "waiting"}) {
@@ -535,8 +562,8 @@ TEST_F(SchemaTest, WaitingJobsMoveToTheirTableWithTheirKeysAndHistory) {
   db.exec(
       "INSERT INTO readpast.job_errors (job_id, attempt, at, error) VALUES (3, 1, now(), "
       "'before')");
-  const std::string role = "\"waits_" + db.scalar("SELECT current_database()") + "\"";
-  db.exec("CREATE ROLE " + role + " NOLOGIN");
+  const TestRole waits_role(db, "waits");
+  const std::string& role = waits_role.name();
   db.exec("GRANT SELECT, INSERT, UPDATE, DELETE ON readpast.live TO " + role);
 
   QueueOptions options;
@@ -552,13 +579,7 @@ TEST_F(SchemaTest, WaitingJobsMoveToTheirTableWithTheirKeysAndHistory) {
       "k=3");
   EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.job_errors WHERE job_id = 3"), "1");
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_indexes WHERE indexname = 'jobs_waiting_idx'"), "0");
-  EXPECT_EQ(db.scalar("SELECT string_agg(privilege_type, ',' ORDER BY privilege_type) "
-                      "FROM information_schema.role_table_grants WHERE table_schema = 'readpast' "
-                      "AND table_name = 'waiting' AND grantee = '" +
-                      role.substr(1, role.size() - 2) + "'"),
-            "DELETE,INSERT,SELECT,UPDATE");
-  db.exec("DROP OWNED BY " + role);
-  db.exec("DROP ROLE " + role);
+  EXPECT_EQ(waits_role.rights_on("waiting"), "DELETE,INSERT,SELECT,UPDATE");
   EXPECT_EQ(must(queue.get(3)).state, JobState::kWaiting);
   NewJob same = job("q");
   same.unique_key = "k";
@@ -598,8 +619,8 @@ TEST_F(SchemaTest, ScheduledJobsMoveToTheirTableWithTheirKeysAndHistory) {
   db.exec(
       "INSERT INTO readpast.job_errors (job_id, attempt, at, error) VALUES (2, 1, now(), "
       "'before')");
-  const std::string role = "\"later_" + db.scalar("SELECT current_database()") + "\"";
-  db.exec("CREATE ROLE " + role + " NOLOGIN");
+  const TestRole later_role(db, "later");
+  const std::string& role = later_role.name();
   db.exec("GRANT SELECT, INSERT, UPDATE, DELETE ON readpast.live TO " + role);
 
   QueueOptions options;
@@ -612,13 +633,7 @@ TEST_F(SchemaTest, ScheduledJobsMoveToTheirTableWithTheirKeysAndHistory) {
       db.scalar("SELECT string_agg(unique_key || '=' || job_id, ' ') FROM readpast.unique_keys"),
       "k=2");
   EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.job_errors WHERE job_id = 2"), "1");
-  EXPECT_EQ(db.scalar("SELECT string_agg(privilege_type, ',' ORDER BY privilege_type) "
-                      "FROM information_schema.role_table_grants WHERE table_schema = 'readpast' "
-                      "AND table_name = 'scheduled' AND grantee = '" +
-                      role.substr(1, role.size() - 2) + "'"),
-            "DELETE,INSERT,SELECT,UPDATE");
-  db.exec("DROP OWNED BY " + role);
-  db.exec("DROP ROLE " + role);
+  EXPECT_EQ(later_role.rights_on("scheduled"), "DELETE,INSERT,SELECT,UPDATE");
   NewJob same = job("q");
   same.unique_key = "k";
   EXPECT_EQ(must(queue.enqueue(same)).id, 2) << "the held key was lost";
@@ -638,9 +653,8 @@ TEST_F(SchemaTest, ScheduledJobsMoveToTheirTableWithTheirKeysAndHistory) {
 TEST_F(SchemaTest, RightsGrantedOnTheJobsTableCarryOverToTheViewAndItsTables) {
   SqlConnection db(url_);
   create_schema_as_release(db, 9);
-  // Roles are the cluster's: one per test database, dropped at the end.
-  const std::string role = "\"app_" + db.scalar("SELECT current_database()") + "\"";
-  db.exec("CREATE ROLE " + role + " NOLOGIN");
+  const TestRole app_role(db, "app");
+  const std::string& role = app_role.name();
   db.exec("GRANT USAGE ON SCHEMA readpast TO " + role);
   db.exec("GRANT SELECT, INSERT, UPDATE, DELETE ON readpast.jobs TO " + role);
   db.exec("GRANT USAGE ON SEQUENCE readpast.jobs_id_seq TO " + role);
@@ -658,8 +672,6 @@ TEST_F(SchemaTest, RightsGrantedOnTheJobsTableCarryOverToTheViewAndItsTables) {
   db.exec("DELETE FROM readpast.jobs");
   EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.jobs"), "0");
   db.exec("RESET ROLE");
-  db.exec("DROP OWNED BY " + role);
-  db.exec("DROP ROLE " + role);
 }
 
 // Schema 11 (lanes and marks for the lease's frontiers): the lanes of the jobs already there
@@ -674,8 +686,8 @@ TEST_F(SchemaTest, TheUpgradeToLanesRegistersTheLanesOfTheJobsThereAndKeepsRoles
       "INSERT INTO readpast.jobs (queue, priority, state, lease_token, leased_by, "
       "lease_expires_at, started_at, attempts) VALUES ('c', 3, 'running', "
       "gen_random_uuid(), 'w', now() + interval '1 hour', now(), 1)");
-  const std::string role = "\"app_" + db.scalar("SELECT current_database()") + "\"";
-  db.exec("CREATE ROLE " + role + " NOLOGIN");
+  const TestRole app_role(db, "app");
+  const std::string& role = app_role.name();
   db.exec("GRANT USAGE ON SCHEMA readpast TO " + role);
   db.exec(
       "GRANT SELECT, INSERT, UPDATE, DELETE ON readpast.jobs, readpast.live, "
@@ -707,8 +719,6 @@ TEST_F(SchemaTest, TheUpgradeToLanesRegistersTheLanesOfTheJobsThereAndKeepsRoles
             "0 5 9");
   EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.lanes WHERE queue = 'a' AND priority = 9"),
             "1");
-  db.exec("DROP OWNED BY " + role);
-  db.exec("DROP ROLE " + role);
 }
 
 // Opens with init while `holder` (pid `pid`) holds a table the upgrade must lock: the upgrade
