@@ -103,7 +103,8 @@ T must(Result<T> result, const char* what) {
 class PgTables final : public ReadpastTables {
  public:
   explicit PgTables(const std::string& url) : pg_(url) {}
-  // readpast.jobs is a view over these three (migrations 10 and 17).
+  // readpast.jobs is a view over the first four (migrations 10, 17 and 18); unique_keys holds
+  // the keys of the live jobs (migration 15).
   void reset() override {
     pg_.exec(
         "TRUNCATE readpast.live, readpast.scheduled, readpast.waiting, readpast.done, "

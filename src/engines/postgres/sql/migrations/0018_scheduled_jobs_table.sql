@@ -11,9 +11,10 @@
 --     engine's keyed and mixed batches; a dependent released with its delay): live's
 --     statement-level insert trigger, which already reads the inserted rows once for the
 --     wake-up (notify_inserted(), migration 12), moves those scheduled for later in two
---     set-based statements; an enqueue of due jobs pays nothing more. The engine's plain
---     enqueues of one job or of a uniform batch (statements.sql) insert into scheduled
---     directly, which saves the insert and the delete in live;
+--     set-based statements; an enqueue of due jobs pays nothing more. The engine's enqueues
+--     without keys of one job or of a uniform batch given a time (enqueue_one_timed and
+--     enqueue_uniform_timed, statements.sql) insert into scheduled directly, which saves the
+--     insert and the delete in live;
 --   - updates (a failure retried after a backoff, a release with a delay, a hand edit of
 --     run_at): a row trigger, live_schedule_later, whose condition the executor evaluates for
 --     every row updated without a call (a lease pays that and nothing else), and which moves
