@@ -560,10 +560,9 @@ FROM (SELECT * FROM retried UNION ALL SELECT * FROM buried) r;
 -- this waits for its row (the resolver from waiting to live, a lease promoting it from
 -- scheduled, a failure retried later back into scheduled) is not found here: the engine runs
 -- the statement again for the ids it missed, with a snapshot that sees the move (migrations 17
--- and 18). Announced on the wake-up channel with
--- the payload '!cancel' (no queue name starts with a '!', so it cannot be mistaken for a
--- queue's wake-up; pg_listener.hpp):
--- listening workers check their running jobs' leases at once instead of at their next poll.
+-- and 18). Announced on the wake-up channel with the payload '!cancel' (no queue name starts
+-- with a '!', so it cannot be mistaken for a queue's wake-up; pg_listener.hpp): listening
+-- workers check their running jobs' leases at once instead of at their next poll.
 -- NOTIFY is delivered at commit, so a worker never checks before the cancel is visible.
 -- Each table is probed by id, one probe a job, however small its statistics say it is (the
 -- settles' form, `complete` says why): waiting is often analysed nearly empty and then holds
@@ -702,10 +701,10 @@ SELECT statement_timestamp();
 -- no job is left for a lease but those that marks announce, and their inserts notify), where
 -- a held snapshot keeps the entries of every job taken since at the head; or the first job of
 -- scheduled when that is earlier (migration 18: due or not yet, the next lease promotes it when
--- due). Then whether the queue's limits let no lease take a job now (running limit reached, no rate slot out of
--- its window): a throttled worker then looks again now and then instead of spinning, since
--- no notification announces a settled job. Under a running limit the queue's running jobs
--- are about as many as the limit, so counting them is bounded by it.
+-- due). Then whether the queue's limits let no lease take a job now (running limit reached, no
+-- rate slot out of its window): a throttled worker then looks again now and then instead of
+-- spinning, since no notification announces a settled job. Under a running limit the queue's
+-- running jobs are about as many as the limit, so counting them is bounded by it.
 SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM :"schema".queues q
                              WHERE q.name = :queue::text AND q.paused_at IS NOT NULL)
             THEN (extract(epoch FROM least(
