@@ -380,12 +380,18 @@ RETURNING j.id, r.token;
 -- name: fail
 -- A dead job keeps its run_at; a retried one gets now + retry_after, or the backoff of the
 -- attempt that just failed (j.attempts, read under the fence). no_retry sends it to dead
--- whatever attempts it has left. A retried job is updated where it is; a dead one moves from
--- live to done. The same statement records each failed attempt in the error history
--- (job_errors). `input` locks the rows first, so that retried and died decide on what they
--- lock, and each row is written by one of them only.
+-- whatever attempts it has left. A job retried now is updated where it is; one retried later
+-- moves from live to scheduled, and a dead one from live to done, both by one DELETE
+-- (migrations 18 and 19: the key stays with a job moved to scheduled, and goes with one
+-- buried). The same statement records each failed attempt in the error history (job_errors).
+-- `input` locks the rows first, so that the update and the delete decide on what they lock,
+-- and each row is written by one of them only; it computes each retry's time once.
 WITH input AS (
-  SELECT r.*, j.attempts >= j.max_attempts OR r.no_retry AS dies
+  SELECT r.*, j.attempts >= j.max_attempts OR r.no_retry AS dies,
+         statement_timestamp()
+           + coalesce(r.retry_after_us * interval '1 microsecond',
+                      :"schema".backoff_delay(j.attempts, r.base_us, r.cap_us, r.factor))
+           AS retry_at
   FROM :"schema".live j
   JOIN (SELECT * FROM unnest(:ids::bigint[], :tokens::uuid[], :errors::text[],
                              :retry_after_us::bigint[], :base_us::bigint[], :cap_us::bigint[],
@@ -397,32 +403,36 @@ WITH input AS (
   FOR UPDATE OF j
 ), retried AS (
   UPDATE :"schema".live j
-  SET state = 'available',
-      run_at = statement_timestamp()
-               + coalesce(r.retry_after_us * interval '1 microsecond',
-                          :"schema".backoff_delay(j.attempts, r.base_us, r.cap_us, r.factor)),
-      last_error = r.error,
-      lease_expires_at = NULL
+  SET state = 'available', run_at = r.retry_at, last_error = r.error, lease_expires_at = NULL
   FROM input r
-  WHERE j.id = ANY (ARRAY[r.id]) AND NOT r.dies AND (j.state || '') = 'running'
-    AND j.lease_token = r.token
+  WHERE j.id = ANY (ARRAY[r.id]) AND NOT r.dies AND r.retry_at <= statement_timestamp()
+    AND (j.state || '') = 'running' AND j.lease_token = r.token
   RETURNING j.id, r.token, j.state, j.attempts, j.leased_by, j.last_error
-), died AS (
+), gone AS (
   DELETE FROM :"schema".live j USING input r
-  WHERE j.id = ANY (ARRAY[r.id]) AND r.dies AND (j.state || '') = 'running'
-    AND j.lease_token = r.token
-  RETURNING j.*, r.token AS settled_token, r.error
+  WHERE j.id = ANY (ARRAY[r.id]) AND (r.dies OR r.retry_at > statement_timestamp())
+    AND (j.state || '') = 'running' AND j.lease_token = r.token
+  RETURNING j.*, r.token AS settled_token, r.error, r.retry_at, r.dies
+), rescheduled AS (
+  INSERT INTO :"schema".scheduled
+  SELECT g.id, g.queue, 'available', g.priority, g.retry_at, g.attempts, g.max_attempts,
+         g.lease_token, g.leased_by, NULL, g.enqueued_at, g.started_at, g.finished_at,
+         g.unique_key, g.error, g.payload, g.progress, g.waiting_for, g.notify, g.delay_us,
+         g.group_name
+  FROM gone g WHERE NOT g.dies
 ), buried AS (
   INSERT INTO :"schema".done
-  SELECT d.id, d.queue, 'dead', d.priority, d.run_at, d.attempts, d.max_attempts,
-         d.lease_token, d.leased_by, NULL, d.enqueued_at, d.started_at,
-         statement_timestamp(), d.unique_key, d.error, d.payload, d.progress, d.waiting_for,
-         d.notify, d.delay_us, d.group_name
-  FROM died d
+  SELECT g.id, g.queue, 'dead', g.priority, g.run_at, g.attempts, g.max_attempts,
+         g.lease_token, g.leased_by, NULL, g.enqueued_at, g.started_at,
+         statement_timestamp(), g.unique_key, g.error, g.payload, g.progress, g.waiting_for,
+         g.notify, g.delay_us, g.group_name
+  FROM gone g WHERE g.dies
 ), failed AS (
   SELECT * FROM retried
   UNION ALL
-  SELECT d.id, d.settled_token, 'dead', d.attempts, d.leased_by, d.error FROM died d
+  SELECT g.id, g.settled_token, CASE WHEN g.dies THEN 'dead' ELSE 'available' END, g.attempts,
+         g.leased_by, g.error
+  FROM gone g
 ), recorded AS (
   INSERT INTO :"schema".job_errors (job_id, attempt, at, worker, error)
   SELECT f.id, f.attempts, statement_timestamp(), f.leased_by, f.last_error FROM failed f
@@ -499,16 +509,39 @@ JOIN (SELECT * FROM unnest(:ids::bigint[], :tokens::uuid[])
 WHERE (j.state || '') = 'running' AND j.lease_token = r.token;
 
 -- name: release
--- Gives back the attempt the lease spent.
-UPDATE :"schema".live j
-SET state = 'available',
-    run_at = statement_timestamp() + :delay_us::bigint * interval '1 microsecond',
-    attempts = greatest(j.attempts - 1, 0),
-    lease_expires_at = NULL
-FROM (SELECT * FROM unnest(:ids::bigint[], :tokens::uuid[])
-        LIMIT cardinality(:ids::bigint[])) AS r(id, token)
-WHERE j.id = ANY (ARRAY[r.id]) AND (j.state || '') = 'running' AND j.lease_token = r.token
-RETURNING j.id, r.token;
+-- Gives back the attempt the lease spent. Released without a delay, a job is updated where it
+-- is; with one, it moves from live to scheduled (migration 19), as fail's retries do. Only one
+-- of the two branches runs: the other's condition on :delay_us is false before it reads a row.
+-- params: delay_us, ids, tokens
+WITH released AS (
+  UPDATE :"schema".live j
+  SET state = 'available',
+      run_at = statement_timestamp() + :delay_us::bigint * interval '1 microsecond',
+      attempts = greatest(j.attempts - 1, 0), lease_expires_at = NULL
+  FROM (SELECT * FROM unnest(:ids::bigint[], :tokens::uuid[])
+          LIMIT cardinality(:ids::bigint[])) AS r(id, token)
+  WHERE :delay_us::bigint <= 0 AND j.id = ANY (ARRAY[r.id]) AND (j.state || '') = 'running'
+    AND j.lease_token = r.token
+  RETURNING j.id, r.token
+), deferred AS (
+  DELETE FROM :"schema".live j
+  USING (SELECT * FROM unnest(:ids::bigint[], :tokens::uuid[])
+          LIMIT cardinality(:ids::bigint[])) AS r(id, token)
+  WHERE :delay_us::bigint > 0 AND j.id = ANY (ARRAY[r.id]) AND (j.state || '') = 'running'
+    AND j.lease_token = r.token
+  RETURNING j.*, r.token AS settled_token
+), rescheduled AS (
+  INSERT INTO :"schema".scheduled
+  SELECT d.id, d.queue, 'available', d.priority,
+         statement_timestamp() + :delay_us::bigint * interval '1 microsecond',
+         greatest(d.attempts - 1, 0), d.max_attempts, d.lease_token, d.leased_by, NULL,
+         d.enqueued_at, d.started_at, d.finished_at, d.unique_key, d.last_error, d.payload,
+         d.progress, d.waiting_for, d.notify, d.delay_us, d.group_name
+  FROM deferred d
+)
+SELECT id, token FROM released
+UNION ALL
+SELECT id, settled_token FROM deferred;
 
 -- name: rescue
 -- Expired leases of one queue, oldest first, at most :batch per statement: walks
