@@ -17,7 +17,7 @@ runner=$!
 profile() {  # name, seconds after the start
   sleep "$(( $2 - SECONDS ))"
   local pid
-  pid=$(pgrep -n -f "$R run --engine sqlite") || return 0
+  pid=$(pgrep -n -f "run --engine sqlite --suites snapshot") || return 0
   echo "profile $1 at ${SECONDS}s (pid $pid)" >> "$OUT/profiles.log"
   perf record -q -F 250 -e cpu-clock --call-graph dwarf,16384 -p "$pid" \
     -o "$OUT/$1.perf" -- sleep "$PROFILE_S" >> "$OUT/profiles.log" 2>&1 || true
