@@ -294,9 +294,7 @@ Job read_job(const Rows& rows, int row) {
   job.run_at = rows.timestamptz(row, 4);
   job.attempts = rows.int4(row, 5);
   job.max_attempts = rows.int4(row, 6);
-  if (!rows.is_null(row, 7)) {
-    if (auto token = LeaseToken::from_hex(rows.uuid_hex(row, 7))) job.lease_token = *token;
-  }
+  if (!rows.is_null(row, 7)) job.lease_token = rows.lease_token(row, 7);
   job.leased_by = rows.optional_text(row, 8);
   job.lease_expires_at = rows.optional_timestamptz(row, 9);
   job.enqueued_at = rows.timestamptz(row, 10);

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "core/lease_tokens.hpp"
+
 namespace readpast::detail::pg {
 namespace {
 
@@ -52,14 +54,17 @@ std::string encode_timestamptz(TimePoint t) {
   return encode_int8(t.time_since_epoch().count() - kPostgresEpochOffsetMicros);
 }
 
-std::string encode_uuid(const LeaseToken& token) {
+UuidBytes uuid_bytes(const LeaseToken& token) {
   const std::string& hex = token.hex();
-  std::string out;
-  out.reserve(16);
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out += static_cast<char>(hex_value(hex[i]) * 16 + hex_value(hex[i + 1]));
+  UuidBytes out{};
+  for (std::size_t i = 0; i < out.size() && 2 * i + 1 < hex.size(); ++i) {
+    out[i] = static_cast<char>(hex_value(hex[2 * i]) * 16 + hex_value(hex[2 * i + 1]));
   }
   return out;
+}
+
+std::string encode_uuid(const LeaseToken& token) {
+  return std::string(view(uuid_bytes(token)));
 }
 
 ArrayParam& ArrayParam::add(std::string_view encoded) {
@@ -170,15 +175,21 @@ TimePoint Rows::timestamptz(int row, int col) const {
   return TimePoint(Duration(int8(row, col) + kPostgresEpochOffsetMicros));
 }
 
-std::string Rows::uuid_hex(int row, int col) const {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string hex;
-  for (char c : bytes(row, col)) {
-    auto b = static_cast<unsigned char>(c);
-    hex += kDigits[b >> 4];
-    hex += kDigits[b & 0xf];
+UuidBytes Rows::uuid(int row, int col) const {
+  const std::string_view raw = bytes(row, col);
+  if (raw.size() != sizeof(UuidBytes)) {
+    throw std::runtime_error("a uuid column of " + std::to_string(raw.size()) + " bytes");
   }
-  return hex;
+  UuidBytes out{};
+  std::memcpy(out.data(), raw.data(), out.size());
+  return out;
+}
+
+LeaseToken Rows::lease_token(int row, int col) const {
+  std::array<char, kLeaseTokenHexDigits> hex{};
+  write_token_hex(uuid(row, col), hex);
+  // Valid by construction: 32 lower-case hex digits.
+  return LeaseToken::from_hex(std::string_view(hex.data(), hex.size())).value();
 }
 
 std::optional<std::int64_t> Rows::optional_int8(int row, int col) const {

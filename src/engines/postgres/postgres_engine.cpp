@@ -138,13 +138,16 @@ constexpr auto kThrottledRecheck = std::chrono::milliseconds(100);
 // How long wait_for_work waits for the listener's first LISTEN (a connect and a round trip).
 constexpr auto kListenPatience = std::chrono::seconds(2);
 
+// A job and the token a fenced statement matched it by, as the statement returns them.
+using SettledRef = std::pair<JobId, pg::UuidBytes>;
+
 // The ids and tokens of refs, as the two arrays of the fenced statement S.
 template <class S>
 Params ref_params(std::span<const LeasedRef> refs) {
   ArrayParam ids(Oid::kInt8), tokens(Oid::kUuid);
   for (const auto& ref : refs) {
     ids.add(pg::encode_int8(ref.id));
-    tokens.add(pg::encode_uuid(ref.token));
+    tokens.add(pg::view(pg::uuid_bytes(ref.token)));
   }
   Params params(S::param_count);
   params.array(S::ids, ids).array(S::tokens, tokens);
@@ -497,7 +500,7 @@ class PostgresEngine final : public Engine {
         base(Oid::kInt8), cap(Oid::kInt8), factor(Oid::kFloat8), no_retry(Oid::kBool);
     for (const FailItem& item : items) {
       ids.add(pg::encode_int8(item.ref.id));
-      tokens.add(pg::encode_uuid(item.ref.token));
+      tokens.add(pg::view(pg::uuid_bytes(item.ref.token)));
       // last_error is a record for humans: invalid UTF-8 or NULs (a command's stderr)
       // are replaced, rather than failing the job's settlement.
       errors.add(sanitize_utf8(item.error));
@@ -521,15 +524,15 @@ class PostgresEngine final : public Engine {
                                           .array(S::factors, factor)
                                           .array(S::no_retry, no_retry));
     if (!rows) return fail_with(rows.error());
-    std::map<std::pair<JobId, std::string>, FailOutcome> outcomes;
+    std::map<SettledRef, FailOutcome> outcomes;
     for (int r = 0; r < rows->size(); ++r) {
-      outcomes.emplace(std::pair(rows->int8(r, 0), rows->uuid_hex(r, 1)),
+      outcomes.emplace(SettledRef{rows->int8(r, 0), rows->uuid(r, 1)},
                        rows->text(r, 2) == "dead" ? FailOutcome::kDead : FailOutcome::kRetrying);
     }
     std::vector<FailResult> results;
     results.reserve(items.size());
     for (const FailItem& item : items) {
-      auto it = outcomes.find(std::pair(item.ref.id, item.ref.token.hex()));
+      auto it = outcomes.find(SettledRef{item.ref.id, pg::uuid_bytes(item.ref.token)});
       results.push_back(it == outcomes.end() ? FailResult{} : FailResult{it->second});
     }
     return results;
@@ -1202,11 +1205,16 @@ class PostgresEngine final : public Engine {
     if (!c) return fail_with(c.error());
     auto rows = (*c)->exec(statement, params);
     if (!rows) return fail_with(rows.error());
-    std::set<std::pair<JobId, std::string>> matched;
-    for (int r = 0; r < rows->size(); ++r) matched.emplace(rows->int8(r, 0), rows->uuid_hex(r, 1));
+    std::vector<SettledRef> matched;
+    matched.reserve(static_cast<std::size_t>(rows->size()));
+    for (int r = 0; r < rows->size(); ++r) matched.push_back({rows->int8(r, 0), rows->uuid(r, 1)});
+    std::sort(matched.begin(), matched.end());
     std::vector<bool> accepted;
     accepted.reserve(refs.size());
-    for (const auto& ref : refs) accepted.push_back(matched.contains({ref.id, ref.token.hex()}));
+    for (const auto& ref : refs) {
+      accepted.push_back(std::binary_search(matched.begin(), matched.end(),
+                                            SettledRef{ref.id, pg::uuid_bytes(ref.token)}));
+    }
     return accepted;
   }
 
