@@ -58,6 +58,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <stop_token>
 #include <string>
 #include <unordered_map>
@@ -155,6 +156,10 @@ class Runtime {
   void release_waiting(std::size_t lane);
 
   void handler_loop(std::size_t lane);
+  // Whether a handler thread of the lane may start a job now. REQUIRES: mu_ held.
+  bool may_start(const Lane& lane) const;
+  // Takes the lane's next ready job and marks it running. REQUIRES: mu_ held, may_start.
+  Held* start_next(Lane& lane);
   JobResult call_handler(const LaneSetup& setup, const Held& held);
   void settle(Held& held, const JobResult& result, Abort abort);
   void record_failure(Held& held, std::string error, std::optional<Duration> retry_after,
@@ -162,6 +167,8 @@ class Runtime {
   void release(Held& held, std::string_view why);
   // Forgets a settled job: erases it from held_ and wakes whoever waits for capacity.
   void forget(Held& held);
+  // forget() for each job of a completed batch, in one turn of the lock.
+  void forget_all(std::span<const Completion> batch);
 
   void complete_loop();
   void heartbeat_loop();
