@@ -26,14 +26,17 @@ constexpr int free_slots(int concurrency, int prefetch, int unfinished, int sett
 }
 
 // How many finished jobs may wait for their settling call before the fetcher stops leasing
-// (the database falls behind recording them). Twice the capacity: a completion batch being
-// recorded holds up to a capacity of them, and the jobs that finish meanwhile join the next
-// batch. With a bound of one capacity, short jobs filled it while their batch was in flight,
-// and the fetchers sent no lease until that batch returned: the server had only the
-// completion to work on for a round trip per batch (run 41 in docs/benchmarks.md). Without
-// prefetch a settling job holds its slot anyway (free_slots), which bounds them tighter.
+// (the database falls behind recording them). Four times the capacity: the completer records
+// what waits when its previous batch returns, so a batch in flight holds up to twice the
+// capacity of them (run 55 in docs/benchmarks.md traced batches of 762 with a capacity of
+// 508), and the jobs that finish meanwhile join the next batch. With a bound of one capacity,
+// short jobs filled it while their batch was in flight, and the fetchers sent no lease until
+// that batch returned: the server had only the completion to work on for a round trip per
+// batch (run 41); with two, the same happened whenever a batch of one and a half capacities
+// was in flight (run 55). Without prefetch a settling job holds its slot anyway
+// (free_slots), which bounds them tighter.
 constexpr int settling_limit(int concurrency, int prefetch) {
-  return 2 * (concurrency + prefetch);
+  return 4 * (concurrency + prefetch);
 }
 
 // Whether the fetcher should lease now.

@@ -47,12 +47,12 @@ TEST(RefillTest, WithoutPrefetchAFinishedJobHoldsItsSlotUntilItIsSettled) {
   EXPECT_EQ(free_slots(3, 1, 1, 1), 3) << "with prefetch it takes no slot";
 }
 
-TEST(RefillTest, TwiceTheCapacityOfJobsWaitingToBeSettledStopsTheFetcher) {
+TEST(RefillTest, FourTimesTheCapacityOfJobsWaitingToBeSettledStopsTheFetcher) {
   // The database records settlings slower than handlers finish: lease no more until it
   // catches up, however many slots are free.
-  EXPECT_EQ(settling_limit(8, 500), 1016);
-  EXPECT_FALSE(should_lease(8, 500, 0, 0, 1016));
-  EXPECT_TRUE(should_lease(8, 500, 0, 0, 1015));
+  EXPECT_EQ(settling_limit(8, 500), 2032);
+  EXPECT_FALSE(should_lease(8, 500, 0, 0, 2032));
+  EXPECT_TRUE(should_lease(8, 500, 0, 0, 2031));
   EXPECT_FALSE(should_lease(8, 0, 0, 0, 8)) << "without prefetch each holds its slot";
 }
 
@@ -62,6 +62,10 @@ TEST(RefillTest, ABatchOfCompletionsInFlightDoesNotStopTheLeases) {
   // completion to run for its round trip.
   EXPECT_TRUE(should_lease(8, 500, 0, 0, 508));
   EXPECT_TRUE(should_overlap(8, 500, 254, 0, 508, 254, true));
+  // Nor does one of one and a half capacities (762) with half a capacity finished beside
+  // it: with a limit of twice the capacity, the fetchers stopped there (run 55).
+  EXPECT_TRUE(should_lease(8, 500, 0, 0, 1016));
+  EXPECT_TRUE(should_overlap(8, 500, 254, 0, 1016, 254, true));
 }
 
 TEST(RefillTest, WhileLeasesComeBackFullALeaseAsksForHalfTheCapacity) {
@@ -88,8 +92,8 @@ TEST(RefillTest, TheSecondFetcherLeasesOnlyBesideAFullLeaseInFlight) {
   EXPECT_FALSE(should_overlap(8, 500, 0, 0, 0, 0, true)) << "no lease in flight to overlap";
   EXPECT_FALSE(should_overlap(8, 500, 255, 0, 0, 254, true))
       << "less than a whole lease free: no crumbs";
-  EXPECT_FALSE(should_overlap(8, 500, 254, 0, 1016, 254, true))
-      << "twice the capacity of jobs wait for their settling call";
+  EXPECT_FALSE(should_overlap(8, 500, 254, 0, 2032, 254, true))
+      << "four times the capacity of jobs wait for their settling call";
   EXPECT_FALSE(should_overlap(8, 0, 4, 0, 0, 4, true)) << "without prefetch, one fetcher";
 }
 
