@@ -6,6 +6,8 @@
 # pointers and no symbols here, so its own functions show as addresses; the callers in
 # readpast name what each statement costs).
 #   R=<readpast_bench, Release> OUT=<dir> bash sqlite-profiled.sh
+# PROFILES ("name:second name:second …", from the script's start) chooses other moments
+# (run 55's sqlite-profiled-every-minute.sh).
 set -euo pipefail
 : "${R:?readpast_bench}" "${OUT:?output directory}"
 HOLD=${HOLD:-600} BASELINE=${BASELINE:-60} TAIL=${TAIL:-60} PROFILE_S=${PROFILE_S:-15}
@@ -15,20 +17,21 @@ R=$R OUT=$OUT HOLD=$HOLD BASELINE=$BASELINE TAIL=$TAIL \
   bash "$HERE/../../2026-12-06/run50/held_sampled.sh" &
 runner=$!
 profile() {  # name, seconds after the start
-  sleep "$(( $2 - SECONDS ))"
+  local wait=$(( $2 - SECONDS ))
+  (( wait > 0 )) && sleep "$wait"
   local pid
   pid=$(pgrep -n -f "run --engine sqlite --suites snapshot") || return 0
-  echo "profile $1 at ${SECONDS}s (pid $pid)" >> "$OUT/profiles.log"
+  echo "profile $1 from ${SECONDS}s to $(( SECONDS + PROFILE_S ))s (pid $pid)" >> "$OUT/profiles.log"
   perf record -q -F 250 -e cpu-clock --call-graph dwarf,16384 -p "$pid" \
     -o "$OUT/$1.perf" -- sleep "$PROFILE_S" >> "$OUT/profiles.log" 2>&1 || true
 }
+PROFILES=${PROFILES:-"baseline:$(( BASELINE / 2 )) hold-early:$(( BASELINE + 60 )) hold-late:$(( BASELINE + HOLD - 90 ))"}
 SECONDS=0
-profile baseline $(( BASELINE / 2 ))
-profile hold-early $(( BASELINE + 60 ))
-profile hold-late $(( BASELINE + HOLD - 90 ))
+for p in $PROFILES; do profile "${p%%:*}" "${p##*:}"; done
 wait "$runner"
 # Whole reports first, cut after: with pipefail, `head` closing a pipe would end the script.
-for p in baseline hold-early hold-late; do
+for p in $PROFILES; do
+  p=${p%%:*}
   [ -f "$OUT/$p.perf" ] || continue
   perf report -i "$OUT/$p.perf" --no-children --sort dso -g none 2>/dev/null \
     | grep -v '^#' | grep -v '^$' > "$OUT/$p.dso.txt" || true
