@@ -26,15 +26,13 @@ constexpr int free_slots(int concurrency, int prefetch, int unfinished, int sett
 }
 
 // How many finished jobs may wait for their settling call before the fetcher stops leasing
-// (the database falls behind recording them). Four times the capacity: the completer records
-// what waits when its previous batch returns, so a batch in flight holds up to twice the
-// capacity of them (run 55 in docs/benchmarks.md traced batches of 762 with a capacity of
-// 508), and the jobs that finish meanwhile join the next batch. With a bound of one capacity,
-// short jobs filled it while their batch was in flight, and the fetchers sent no lease until
-// that batch returned: the server had only the completion to work on for a round trip per
-// batch (run 41); with two, the same happened whenever a batch of one and a half capacities
-// was in flight (run 55). Without prefetch a settling job holds its slot anyway
-// (free_slots), which bounds them tighter.
+// (the database falls behind recording them). Four times the capacity: the completer sends
+// what waits when its previous batch returns, and with short jobs a batch in flight held one
+// and a half capacities in run 55's trace (762 jobs with a capacity of 508, docs/benchmarks.md)
+// while the next one formed beside it. At twice the capacity the fetchers then stopped and
+// the server ran the completion alone for its round trip; at one capacity that happened on
+// every batch (run 41). Without prefetch a settling job holds its slot anyway (free_slots),
+// which bounds them tighter.
 constexpr int settling_limit(int concurrency, int prefetch) {
   return 4 * (concurrency + prefetch);
 }
