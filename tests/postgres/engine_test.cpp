@@ -152,6 +152,7 @@ TEST_F(EngineTest, SettlesProbeThePrimaryKeyWhateverTheStatisticsSay) {
     return plan;
   };
   const std::vector<std::pair<std::string, std::string>> settles = {
+      {"complete", generic_plan("c", sql.complete.sql, "(bigint[], uuid[])", {ids, tokens})},
       {"extend",
        generic_plan("e", sql.extend.sql, "(bigint, bigint[], uuid[])", {"30000000", ids, tokens})},
       {"release",
@@ -162,23 +163,19 @@ TEST_F(EngineTest, SettlesProbeThePrimaryKeyWhateverTheStatisticsSay) {
                                                                              << plan;
     EXPECT_EQ(plan.find("jobs_expiry_idx"), std::string::npos) << name << ":\n" << plan;
   }
-  // The completions, in complete_batch() (migration 20), read the batch in one scan of
-  // live_pkey and match the tokens by hash; their plans are inside the function, where EXPLAIN
-  // of the call does not look.
+  // complete_delete() (migration 20) reads the batch in one scan of live_pkey and matches the
+  // tokens by hash; its plan is inside the function, where EXPLAIN of the call does not look.
   NestedPlans plans(url());
-  for (const auto& [name, statement] : {std::pair{"complete", sql.complete.sql},
-                                        std::pair{"complete_delete", sql.complete_delete.sql}}) {
-    plans.db().exec("BEGIN");
-    const std::string plan = plans.of(statement, {ids, tokens});
-    plans.db().exec("ROLLBACK");
-    EXPECT_NE(plan.find("Index Scan using live_pkey on live j"), std::string::npos) << name << plan;
-    EXPECT_NE(plan.find("Index Cond: (id = ANY ($1))"), std::string::npos) << name << plan;
-    EXPECT_NE(plan.find("Hash Cond: ((j.id = r.id) AND (j.lease_token = r.token))"),
-              std::string::npos)
-        << name << plan;
-    EXPECT_EQ(plan.find("Seq Scan"), std::string::npos) << name << plan;
-    EXPECT_EQ(plan.find("jobs_expiry_idx"), std::string::npos) << name << plan;
-  }
+  plans.db().exec("BEGIN");
+  const std::string deleted = plans.of(sql.complete_delete.sql, {ids, tokens});
+  plans.db().exec("ROLLBACK");
+  EXPECT_NE(deleted.find("Index Scan using live_pkey on live j"), std::string::npos) << deleted;
+  EXPECT_NE(deleted.find("Index Cond: (id = ANY ($1))"), std::string::npos) << deleted;
+  EXPECT_NE(deleted.find("Hash Cond: ((j.id = r.id) AND (j.lease_token = r.token))"),
+            std::string::npos)
+      << deleted;
+  EXPECT_EQ(deleted.find("Seq Scan"), std::string::npos) << deleted;
+  EXPECT_EQ(deleted.find("jobs_expiry_idx"), std::string::npos) << deleted;
   // The plain form they had: with these statistics it reads all of live_pkey and joins each
   // entry to the batch, instead of probing for each id.
   const std::string plain = generic_plan(
@@ -344,8 +341,8 @@ TEST_F(EngineTest, ALeaseFromTheHeadReadsTheDeadHeadOnce) {
 // A settle of one job keeps its generic plan: PostgreSQL plans a prepared statement anew on
 // every call while its generic plan looks dearer than a custom one plus the planning, which
 // unnest()'s estimate of ten rows made it for one-job batches (run 37: 0.77 of the one-job
-// drains). Under `LIMIT cardinality(ids)` it costs one. (The completions' complete_batch()
-// keeps generic plans by its own setting, plan_cache_mode, migration 20.)
+// drains). Under `LIMIT cardinality(ids)` it costs one. (complete_delete() keeps a generic
+// plan by its own setting, plan_cache_mode, migration 20.)
 TEST_F(EngineTest, TheSettlesOfOneJobKeepAGenericPlan) {
   Queue queue = open();
   std::vector<NewJob> jobs;
@@ -357,8 +354,8 @@ TEST_F(EngineTest, TheSettlesOfOneJobKeepAGenericPlan) {
   const auto schema = must(detail::pg::SchemaName::parse("readpast"));
   const detail::pg::Sql sql(schema);
   const std::string one = "('{1}', '{00000000-0000-0000-0000-000000000000}')";
-  for (const auto& [name, text] :
-       std::vector<std::pair<std::string, std::string>>{{"held", sql.held.sql}}) {
+  for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{
+           {"complete", sql.complete.sql}, {"held", sql.held.sql}}) {
     db.exec("PREPARE " + name + "(bigint[], uuid[]) AS " + text);
     // Five custom plans first; then PostgreSQL compares.
     for (int i = 0; i < 6; ++i) db.exec("EXECUTE " + name + one);

@@ -351,16 +351,29 @@ RIGHT JOIN (SELECT 1) one ON true;
 -- (A function declared ROWS 1 does the same, but a SQL function's body is planned on every
 -- call: 0.87.) Tests pin both plans: SettlesProbeThePrimaryKeyWhateverTheStatisticsSay and
 -- TheSettlesOfOneJobKeepAGenericPlan, tests/postgres/engine_test.cpp.
---
--- The completions, the hot path, go further (migration 20): complete_batch() reads the
--- batch's ids in one scan of live_pkey and matches the tokens by hash, a plan that planner
--- settings keep whatever the statistics say, where the form above starts a scan per id.
-SELECT d.id, d.token FROM :"schema".complete_batch(:ids::bigint[], :tokens::uuid[], true) AS d;
+WITH ended AS (
+  DELETE FROM :"schema".live j
+  USING (SELECT * FROM unnest(:ids::bigint[], :tokens::uuid[])
+        LIMIT cardinality(:ids::bigint[])) AS r(id, token)
+  WHERE j.id = ANY (ARRAY[r.id]) AND (j.state || '') = 'running' AND j.lease_token = r.token
+  RETURNING j.*, r.token AS settled_token
+), kept AS (
+  INSERT INTO :"schema".done
+  SELECT e.id, e.queue, 'succeeded', e.priority, e.run_at, e.attempts, e.max_attempts,
+         e.lease_token, e.leased_by, NULL, e.enqueued_at, e.started_at,
+         statement_timestamp(), e.unique_key, e.last_error, e.payload, e.progress,
+         e.waiting_for, e.notify, e.delay_us, e.group_name
+  FROM ended e
+)
+SELECT e.id, e.settled_token FROM ended e;
 
 -- name: complete_delete
 -- A job with dependents to tell (notify) is not deleted: the engine completes it with
 -- `complete` instead, and retention deletes it once resolve_dependencies has told them.
-SELECT d.id, d.token FROM :"schema".complete_batch(:ids::bigint[], :tokens::uuid[], false) AS d;
+-- The hot path of a drain without retention: complete_delete() (migration 20) reads the
+-- batch's ids in one scan of live_pkey and matches the tokens by hash, a plan its planner
+-- settings keep whatever the statistics say, where the form above starts a scan per id.
+SELECT d.id, d.token FROM :"schema".complete_delete(:ids::bigint[], :tokens::uuid[]) AS d;
 
 -- name: fail
 -- A dead job keeps its run_at; a retried one gets now + retry_after, or the backoff of the
