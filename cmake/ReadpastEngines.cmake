@@ -64,13 +64,19 @@ function(readpast_embed_engine_sql)
   set(sql_dir ${CMAKE_CURRENT_SOURCE_DIR}/sql)
   file(GLOB migrations CONFIGURE_DEPENDS ${sql_dir}/migrations/*.sql)
   set(header ${PROJECT_BINARY_DIR}/generated/engines/${ARG_NAME}/${ARG_NAME}_statements.hpp)
+  # The list of migrations, rewritten only when it changes: a migration removed or renamed
+  # (each older than the header) makes the header stale too, as one added or edited does.
+  set(listed ${PROJECT_BINARY_DIR}/generated/engines/${ARG_NAME}/${ARG_NAME}_migrations.txt)
+  string(JOIN "\n" migration_list ${migrations})
+  file(CONFIGURE OUTPUT ${listed} CONTENT "${migration_list}\n")
   add_custom_command(
     OUTPUT ${header}
     COMMAND ${CMAKE_COMMAND} -DSTATEMENTS=${sql_dir}/statements.sql
             -DMIGRATIONS_DIR=${sql_dir}/migrations -DOUTPUT=${header}
             -DNAMESPACE=${ARG_NAMESPACE} -DPARAMS=${ARG_PARAMS}
             -P ${PROJECT_SOURCE_DIR}/cmake/EmbedSql.cmake
-    DEPENDS ${sql_dir}/statements.sql ${migrations} ${PROJECT_SOURCE_DIR}/cmake/EmbedSql.cmake
+    DEPENDS ${sql_dir}/statements.sql ${migrations} ${listed}
+            ${PROJECT_SOURCE_DIR}/cmake/EmbedSql.cmake
     COMMENT "Embedding the ${ARG_NAME} engine's SQL"
     VERBATIM)
   # A target of its own: the command runs in the engine's directory, the library is built in
