@@ -123,6 +123,32 @@ TEST_F(WaitingJobsTest, EditsThroughTheViewMoveAJobBetweenTheTables) {
   EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.jobs WHERE state = 'waiting'"), "0");
 }
 
+// A due job edited to waiting with a later run_at moves to waiting alone: the edit's update in
+// place, before the move, once wrote the later run_at into live, whose trigger then moved the
+// job to scheduled too, and the view showed it twice (migration 21).
+TEST_F(WaitingJobsTest, AnEditToWaitingWithALaterRunAtMovesTheJobOnce) {
+  Queue queue = open();
+  SqlConnection db = sql();
+  const JobId id = must(queue.enqueue(job("q"))).id;
+  const std::string n = std::to_string(id);
+  ASSERT_EQ(table_of(db, id), "live");
+  db.exec(
+      "UPDATE readpast.jobs SET state = 'waiting', run_at = now() + interval '1 hour' "
+      "WHERE id = " +
+      n);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.jobs WHERE id = " + n), "1");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.scheduled WHERE id = " + n), "0");
+  EXPECT_EQ(table_of(db, id), "waiting");
+  EXPECT_EQ(db.scalar("SELECT run_at > now() + interval '59 minutes' FROM readpast.waiting "
+                      "WHERE id = " +
+                      n),
+            "t");
+  // Back to available, still later: to scheduled, once.
+  db.exec("UPDATE readpast.jobs SET state = 'available' WHERE id = " + n);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.jobs WHERE id = " + n), "1");
+  EXPECT_EQ(table_of(db, id), "scheduled");
+}
+
 // The lock of a dependent's dependencies probes the primary keys whatever the statistics
 // say: planned while waiting was analysed empty, it does not read the whole table once the
 // table has grown.
