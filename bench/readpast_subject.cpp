@@ -103,12 +103,15 @@ T must(Result<T> result, const char* what) {
 class PgTables final : public ReadpastTables {
  public:
   explicit PgTables(const std::string& url) : pg_(url) {}
-  // readpast.jobs is a view over the first four (migrations 10, 17 and 18); unique_keys holds
-  // the keys of the live jobs (migration 15).
+  // readpast.jobs is a view over the job tables (migrations 10, 17 and 18); unique_keys holds
+  // the keys of the live jobs (migration 15). Those that exist: a prototype schema may add one
+  // (`running`, docs/bench-results/2026-12-07/run57/).
   void reset() override {
     pg_.exec(
-        "TRUNCATE readpast.live, readpast.scheduled, readpast.waiting, readpast.done, "
-        "readpast.unique_keys");
+        "DO $$ BEGIN EXECUTE 'TRUNCATE ' || (SELECT string_agg(format('%I.%I', schemaname, "
+        "tablename), ', ') FROM pg_catalog.pg_tables WHERE schemaname = 'readpast' AND "
+        "tablename IN ('live', 'running', 'scheduled', 'waiting', 'done', 'unique_keys')); "
+        "END $$");
   }
   void prefill(std::int64_t n) override {
     constexpr std::int64_t kChunk = 1'000'000;
