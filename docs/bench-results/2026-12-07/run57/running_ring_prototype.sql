@@ -1,8 +1,10 @@
 -- Run 57's prototype (docs/benchmarks.md, "Running jobs out of live"): not a migration of this
 -- repository. To measure it, copy it to src/engines/postgres/sql/migrations/0022_running.sql on
--- top of schema 21 and build; held-ring.sh, beside it, runs the held regime. Only the lease
--- functions and complete_delete() of the engine's hot path read `running` here: the other
--- settles still name live, so this schema is for the snapshot suite's drain alone.
+-- top of schema 21 and build; held-ring.sh, beside it, runs the held regime. Of the engine's
+-- hot path, the lease functions and complete_delete() read `running` here; its other settles
+-- (statements.sql) still name live unless running_ring_statements.patch is applied, which
+-- was written for the step and not tested: as measured, this schema is for the snapshot
+-- suite's drain alone.
 --
 -- Migration 21: running jobs in a table of their own (docs/postgres-storage.md, section 14,
 -- step 3, without the ring). A lease moves each job it takes from live to `running` in its
