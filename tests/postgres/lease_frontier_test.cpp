@@ -105,6 +105,56 @@ TEST_F(LeaseFrontierTest, MarksAnHourOldAreDeletedByTheNextOneWritten) {
             "2 " + std::to_string(id));
 }
 
+// δ in seconds, times `factor`, as a parameter of pg_sleep or of an interval.
+std::string delta_seconds(double factor) {
+  return std::to_string(std::chrono::duration<double>(LeaseFrontier::kDelta).count() * factor);
+}
+
+// The SQL's δ is the engine's (migration 22): a statement that ran twice as long marks its job.
+// Were it larger in SQL, the job would be unmarked below a frontier the engine draws.
+TEST_F(LeaseFrontierTest, AStatementThatRanLongerThanDeltaMarksItsJobs) {
+  Queue queue = open();
+  SqlConnection db = sql();
+  const std::string id = db.scalar(
+      "INSERT INTO readpast.jobs (queue, payload) SELECT 'q', 'slow'::bytea "
+      "FROM pg_sleep($1::float8) RETURNING id",
+      {delta_seconds(2)});
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.lane_marks WHERE id = $1", {id}), "1");
+}
+
+// A job dated 0.9 δ before its statement started (an explicit run_at, such as now() in a
+// transaction that began earlier), by a statement that ran 0.3 δ: older than δ when the trigger
+// runs, so marked. Migration 18 marked by the statement's start and length, neither of which
+// passed δ, and left it up to 2 δ below a lease's time unmarked.
+TEST_F(LeaseFrontierTest, AJobDatedMoreThanDeltaBeforeItsTriggerRanIsMarked) {
+  Queue queue = open();
+  SqlConnection db = sql();
+  const std::string id = db.scalar(
+      "INSERT INTO readpast.jobs (queue, payload, run_at) SELECT 'q', 'early'::bytea, "
+      "statement_timestamp() - $1::float8 * interval '1 second' FROM pg_sleep($2::float8) "
+      "RETURNING id",
+      {delta_seconds(0.9), delta_seconds(0.3)});
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.lane_marks WHERE id = $1", {id}), "1");
+}
+
+// The same rule for a job an update makes available again (live_announce_updated): a hand
+// release of a running job, dated 0.9 δ before its statement, in a statement that ran 0.3 δ.
+TEST_F(LeaseFrontierTest, AJobReleasedByHandWithARunAtMoreThanDeltaOldIsMarked) {
+  Queue queue = open();
+  const JobId id = must(queue.enqueue(job("q"))).id;
+  ASSERT_EQ(must(queue.lease({.queue = "q", .worker_id = "w"})).size(), 1u);
+  SqlConnection db = sql();
+  ASSERT_EQ(db.scalar("UPDATE readpast.live SET state = 'available', lease_token = NULL, "
+                      "leased_by = NULL, lease_expires_at = NULL, "
+                      "run_at = statement_timestamp() - $1::float8 * interval '1 second' "
+                      "FROM pg_sleep($2::float8) WHERE id = $3 RETURNING id",
+                      {delta_seconds(0.9), delta_seconds(0.3), std::to_string(id)}),
+            std::to_string(id));
+  EXPECT_EQ(
+      db.scalar("SELECT count(*) FROM readpast.lane_marks WHERE id = $1", {std::to_string(id)}),
+      "1");
+}
+
 TEST_F(LeaseFrontierTest, AJobMadeAvailableAgainWithAnOldRunAtIsHandedOutByTheNextLease) {
   Queue queue = open();
   NewJob later = job("q", "later");

@@ -896,5 +896,31 @@ TEST_F(SchemaTest, TheJobsViewTakesInsertUpdateAndDeleteLikeATable) {
   EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.job_errors"), "0");
 }
 
+// Migration 22 (δ from 100 to 10 ms) upgrades a schema-21 database in place: a lease taken
+// through the SQL functions before settles after with its token, and the triggers mark by the
+// new rule (a job dated 9 ms before a statement that ran 3 ms: older than 10 ms when the
+// trigger ran; schema 21 marked neither).
+TEST_F(SchemaTest, ALeaseTakenBeforeTheTenMillisecondDeltaSettlesAfterIt) {
+  constexpr int kBeforeTheShortDelta = 21;
+  SqlConnection db(url_);
+  create_schema_as_release(db, kBeforeTheShortDelta);
+  db.exec("INSERT INTO readpast.jobs (queue, payload) VALUES ('q', 'x'), ('q', 'y')");
+  const Row leased =
+      db.query("SELECT id::text, lease_token::text FROM readpast.lease('q', 'w')").at(0);
+
+  QueueOptions options;
+  options.init_schema = true;
+  Queue queue = must(Queue::open(url_, options));
+  EXPECT_EQ(must(queue.init()), detail::pg::kSchemaVersion);
+  EXPECT_EQ(db.scalar("SELECT readpast.complete($1::bigint, $2::uuid)", {leased[0], leased[1]}),
+            "t");
+  const std::string early = db.scalar(
+      "INSERT INTO readpast.jobs (queue, payload, run_at) SELECT 'q', 'early'::bytea, "
+      "statement_timestamp() - interval '9 milliseconds' FROM pg_sleep(0.003) RETURNING id");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.lane_marks WHERE id = $1", {early}), "1");
+  auto rest = must(queue.lease({.queue = "q", .worker_id = "w", .max_jobs = 5}));
+  EXPECT_EQ(rest.size(), 2u);
+}
+
 }  // namespace
 }  // namespace readpast::test

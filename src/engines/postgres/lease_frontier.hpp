@@ -16,10 +16,11 @@
 // it read the lane to its end):
 //   - a job i could see was taken by i, or was locked by a lease that took it;
 //   - a job of a transaction running at i's snapshot was visible to j, and j took it likewise;
-//   - a job of a transaction that had not written at i's snapshot is dated (run_at, from its
-//     statement's start) no earlier than leased_at_i - delta, unless that transaction marked it
-//     in lane_marks (migration 11), and the lease reads those marks (xid >= i's xmax: marks_from)
-//     and starts no later than the oldest key they name.
+//   - a job of a transaction that had not written at i's snapshot is dated (run_at) no earlier
+//     than leased_at_i - delta, unless that transaction marked it in lane_marks: the triggers
+//     mark every job dated more than delta before they run, which is after the job's write and
+//     so after i's snapshot (migration 22). The lease reads those marks (xid >= i's xmax:
+//     marks_from) and starts no later than the oldest key they name.
 // What the argument does not cover: rows whose locker rolled back (a lease that failed, a
 // session that locked available rows and let go), and the server's clock stepping back.
 // Scans behind the frontiers hand those out:
@@ -90,8 +91,12 @@ struct LeaseReport {
 
 class LeaseFrontier {
  public:
-  // How long a statement may run from its start to its first write, unmarked (migration 11).
-  static constexpr auto kDelta = std::chrono::milliseconds(100);
+  // How far a job may be dated before a trigger that runs after its write and still not mark
+  // it (migration 22; 100 ms in migrations 11-21). The SQL's interval and this constant are
+  // the same figure: a smaller one here would pass jobs nobody marked. Under a held snapshot
+  // every lease walks the entries of the jobs leased in the last kDelta, so it is small
+  // (docs/benchmarks.md, run 58); statements slower than it write marks.
+  static constexpr auto kDelta = std::chrono::milliseconds(10);
   // Scans behind the frontiers (look-back or head scans) come every kHeadScanFirst, doubling
   // up to kHeadScanAtMost while they find nothing the frontiers had passed, back to
   // kHeadScanFirst when one does. A head scan walks everything a held snapshot keeps, so it is
