@@ -7,7 +7,7 @@
 -- walked the index entries of every job leased in the last 100 ms, which the hold keeps from
 -- being marked dead: about 3,000 at 30,000 jobs/s, each a visit to the heap. With 10 ms it walks
 -- a tenth of them (docs/benchmarks.md, run 58: the held drain's median window 1.12 times
--- schema 21's, the lease's median time unchanged by the hold). The cost is more marks: a
+-- schema 21's, the lease's median time hardly changed by the hold). The cost is more marks: a
 -- statement that runs longer than 10 ms marks its jobs, one row of lane_marks per lane (about
 -- one a second in that run).
 --
