@@ -899,7 +899,7 @@ TEST_F(SchemaTest, TheJobsViewTakesInsertUpdateAndDeleteLikeATable) {
 // Migration 22 (δ from 100 to 10 ms) upgrades a schema-21 database in place: a lease taken
 // through the SQL functions before settles after with its token, and the triggers mark by the
 // new rule (a job dated 9 ms before a statement that ran 3 ms: older than 10 ms when the
-// trigger ran; schema 21 marked neither).
+// trigger ran; schema 21 did not mark it).
 TEST_F(SchemaTest, ALeaseTakenBeforeTheTenMillisecondDeltaSettlesAfterIt) {
   constexpr int kBeforeTheShortDelta = 21;
   SqlConnection db(url_);

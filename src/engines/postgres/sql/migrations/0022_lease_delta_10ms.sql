@@ -1,6 +1,6 @@
--- Migration 22: δ, the time a statement may take from its start to its first write unmarked
--- (migration 11), goes from 100 ms to 10 ms, and a row is marked by its own age at the end of
--- its statement.
+-- Migration 22: δ, how far before the time its trigger runs a job may be dated and not be
+-- marked (migration 11 put it as the time from a statement's start to its first write), goes
+-- from 100 ms to 10 ms, and a row is marked by its own age when the trigger runs.
 --
 -- A lease by lane starts each lane at a frontier no later than (its earlier lease's time - δ)
 -- (src/engines/postgres/lease_frontier.hpp, kDelta), so under a held snapshot every lease
