@@ -231,8 +231,9 @@ int main(int argc, char** argv) {
   run->add_option("--snapshot-holder", settings.snapshot_holder,
                   "read: the held transaction only reads; write: it also writes a row "
                   "(PostgreSQL: a long writing transaction); read-checkpointed (SQLite): it "
-                  "begins right after a FULL checkpoint, on a WAL with nothing to copy")
-      ->check(CLI::IsMember({"read", "write", "read-checkpointed"}))
+                  "begins right after a FULL checkpoint, on a WAL with nothing to copy; none: "
+                  "nothing is held, a control run of the same phases")
+      ->check(CLI::IsMember({"read", "write", "read-checkpointed", "none"}))
       ->capture_default_str();
   run->add_option("--snapshot-tail-seconds", settings.snapshot_tail_seconds,
                   "how long to go on measuring after the snapshot is released")

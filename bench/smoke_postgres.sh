@@ -2,8 +2,8 @@
 # ctest bench.smoke.postgres: every suite with tiny sizes (--quick) on a throwaway PostgreSQL
 # cluster (pg_server.sh) on a free loopback port, for the three subjects: the raw-SQL ceiling,
 # the ring prototype of docs/postgres-storage.md (raw_ring_subject.cpp) and readpast. The
-# snapshot suite runs twice: keeping a backlog, and at a fixed offered rate with a holder that
-# also writes. The cluster is removed afterwards.
+# snapshot suite runs three times: keeping a backlog, at a fixed offered rate with a holder
+# that also writes, and as the control with nothing held. The cluster is removed afterwards.
 #
 #   smoke_postgres.sh PATH/TO/readpast_bench
 set -euo pipefail
@@ -23,7 +23,10 @@ URL=$("$HERE/pg_server.sh" start "$DIR/data" "$PORT")
 RING_LEASE=function "$BENCH" run --engine postgres --pg-url "$URL" --quick --systems ring,readpast \
   --suites snapshot --snapshot-rate 2000 --snapshot-producers 2 --snapshot-holder write \
   --out "$DIR/rate.jsonl"
-cat "$DIR/out.jsonl" "$DIR/rate.jsonl"
+# The control: the same phases with nothing held (--snapshot-holder none).
+"$BENCH" run --engine postgres --pg-url "$URL" --quick --systems readpast --suites snapshot \
+  --snapshot-holder none --out "$DIR/control.jsonl"
+cat "$DIR/out.jsonl" "$DIR/rate.jsonl" "$DIR/control.jsonl"
 fail() { echo "smoke_postgres: $*" >&2; exit 1; }
 for system in raw-sql raw-ring readpast; do
   for metric in enqueue_single drain_w2_b10 latency_w2_p50 lease_us_depth1000_b1 snapshot_held_ratio; do
@@ -33,7 +36,7 @@ for system in raw-sql raw-ring readpast; do
 done
 # The snapshot suite's windows carry the backlog, the lease percentiles and the size on disk;
 # its summary, the worst window and the sizes before, during and after the hold.
-python3 - "$DIR/out.jsonl" "$DIR/rate.jsonl" <<'PY'
+python3 - "$DIR/out.jsonl" "$DIR/rate.jsonl" "$DIR/control.jsonl" <<'PY'
 import json, sys
 for path in sys.argv[1:]:
     lines = [json.loads(l) for l in open(path) if l.startswith("{")]
@@ -54,4 +57,8 @@ for path in sys.argv[1:]:
         for s in summaries:
             assert s["offered_jobs_per_s"] == 2000 and s["backlog_end_held"] <= 1000, s
             assert s["holder"] == "write" and s["producers"] == 2, s
+    if "control" in path:
+        # Nothing held: no transaction, so no xmin to report.
+        for s in summaries:
+            assert s["holder"] == "none" and s["snapshot_xmin"] == "", s
 PY

@@ -64,7 +64,8 @@ struct Settings {
   // "read": the holder only reads; "write": it also writes a row (PostgreSQL);
   // "read-checkpointed" (SQLite): it only reads, and begins right after a FULL checkpoint, so
   // that it most likely reads the database file alone (WAL read lock 0), which no
-  // checkpoint can copy past; "read" gets that or a later read lock by chance (run 28).
+  // checkpoint can copy past; "read" gets that or a later read lock by chance (run 28);
+  // "none": nothing is held, so the "held" windows are a control of the same length (run 59).
   std::string snapshot_holder = "read";
 
   // The command that starts a worker process: this program's path and `child-work` with
