@@ -18,6 +18,7 @@ OUT=${OUT:?}
 HERE=docs/bench-results/2026-12-07/run59
 mkdir -p "$OUT"
 source bench/pg_throwaway.sh r59c "${PORT:-25460}"
+source $HERE/rings.sh
 BASE=${URL%/*}
 cpu_ticks() {  # the postgres processes' utime + stime, in clock ticks
   local t=0 f
@@ -39,23 +40,10 @@ for v in "$@"; do
     s22) bench=$A cli=$RA; "$cli" --db "$BASE/$db" init >/dev/null ;;
     running) "$cli" --db "$BASE/$db" init >/dev/null ;;
     ready1 | ready4 | rings)
-      psql -XAtq "$BASE/postgres" -c "CREATE DATABASE ${db}_made"
-      "$cli" --db "$BASE/${db}_made" init >/dev/null
-      pg_dump -s -n readpast "$BASE/${db}_made" >"$DIR/schema-$db.sql"
       ring=4; [[ $v == ready1 ]] && ring=1
-      RING=$ring python3 $HERE/ready_ring_schema.py "$DIR/schema-$db.sql" "$DIR/ring-$db.sql"
-      psql -XAtq -v ON_ERROR_STOP=1 "$BASE/$db" -f "$DIR/ring-$db.sql" >/dev/null
-      pg_dump -a -t readpast.schema_version "$BASE/${db}_made" | psql -XAtq "$BASE/$db" >/dev/null
-      psql -XAtq "$BASE/postgres" -c "DROP DATABASE ${db}_made"
-      psql -XAtq "$BASE/$db" -c "ALTER DATABASE $db SET enable_seqscan = off" \
-        -c "ALTER DATABASE $db SET enable_bitmapscan = off"
+      make_rings_db "$BASE" "$db" "$cli" $ring
       if [[ $v == rings ]]; then
-        (while :; do
-           for f in rotate_running rotate_ready; do
-             psql -XAtq "$BASE/$db" -c "SELECT readpast.$f()" >/dev/null 2>&1 || true
-             sleep 5
-           done
-         done) &
+        rotate_rings "$BASE" "$db" 10 >/dev/null &
         rotator=$!
       fi
       ;;

@@ -16,6 +16,7 @@ HERE=docs/bench-results/2026-12-07/run59
 ROTATE_S=${ROTATE_S:-10}
 mkdir -p "$OUT"
 source bench/pg_throwaway.sh r59 "${PORT:-25458}"
+source $HERE/rings.sh
 BASE=${URL%/*}
 n=0
 for side in "$@"; do
@@ -26,24 +27,8 @@ for side in "$@"; do
   psql -XAtq "$BASE/postgres" -c "CREATE DATABASE $db"
   rotator=
   if [[ " ${RINGS:-} " == *" $side "* ]]; then
-    psql -XAtq "$BASE/postgres" -c "CREATE DATABASE ${db}_made"
-    "$cli" --db "$BASE/${db}_made" init >/dev/null
-    pg_dump -s -n readpast "$BASE/${db}_made" >"$DIR/schema-$db.sql"
-    RING=${RING:-4} python3 $HERE/ready_ring_schema.py "$DIR/schema-$db.sql" "$DIR/ring-$db.sql"
-    psql -XAtq -v ON_ERROR_STOP=1 "$BASE/$db" -f "$DIR/ring-$db.sql" >/dev/null
-    pg_dump -a -t readpast.schema_version "$BASE/${db}_made" | psql -XAtq "$BASE/$db" >/dev/null
-    psql -XAtq "$BASE/postgres" -c "DROP DATABASE ${db}_made"
-    # Run 43: a plan made on a just-truncated segment reads it sequentially.
-    psql -XAtq "$BASE/$db" -c "ALTER DATABASE $db SET enable_seqscan = off" \
-      -c "ALTER DATABASE $db SET enable_bitmapscan = off"
-    (while :; do
-       for f in rotate_running rotate_ready; do
-         t0=$(date +%s%N)
-         r=$(psql -XAtq "$BASE/$db" -c "SELECT readpast.$f()" 2>&1 | tr '\n' ' ')
-         echo "$(date -u +%T) $f $r $((($(date +%s%N) - t0) / 1000000)) ms"
-         sleep "$(bc <<<"$ROTATE_S / 2")"
-       done
-     done) >>"$OUT/rotate-$db.txt" &
+    make_rings_db "$BASE" "$db" "$cli" "${RING:-4}"
+    rotate_rings "$BASE" "$db" "$ROTATE_S" >>"$OUT/rotate-$db.txt" &
     rotator=$!
   else
     "$cli" --db "$BASE/$db" init >/dev/null

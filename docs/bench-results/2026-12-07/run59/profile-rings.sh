@@ -11,25 +11,14 @@ OUT=${OUT:?}; B=${B:?}; R=${R:?}
 HERE=docs/bench-results/2026-12-07/run59
 mkdir -p "$OUT"
 source bench/pg_throwaway.sh r59p "${PORT:-25459}"
+source $HERE/rings.sh
 BASE=${URL%/*}
 db=p1
 psql -XAtq "$BASE/postgres" -c "CREATE DATABASE $db"
 rotator=
 if [[ -n ${RINGS:-} ]]; then
-  psql -XAtq "$BASE/postgres" -c "CREATE DATABASE made"
-  "$R" --db "$BASE/made" init >/dev/null
-  pg_dump -s -n readpast "$BASE/made" >"$DIR/schema.sql"
-  RING=4 python3 $HERE/ready_ring_schema.py "$DIR/schema.sql" "$DIR/ring.sql"
-  psql -XAtq -v ON_ERROR_STOP=1 "$BASE/$db" -f "$DIR/ring.sql" >/dev/null
-  pg_dump -a -t readpast.schema_version "$BASE/made" | psql -XAtq "$BASE/$db" >/dev/null
-  psql -XAtq "$BASE/$db" -c "ALTER DATABASE $db SET enable_seqscan = off" \
-    -c "ALTER DATABASE $db SET enable_bitmapscan = off"
-  (while :; do
-     for f in rotate_running rotate_ready; do
-       psql -XAtq "$BASE/$db" -c "SELECT readpast.$f()" >/dev/null 2>&1 || true
-       sleep 5
-     done
-   done) &
+  make_rings_db "$BASE" "$db" "$R" 4
+  rotate_rings "$BASE" "$db" 10 >/dev/null &
   rotator=$!
 else
   "$R" --db "$BASE/$db" init >/dev/null
