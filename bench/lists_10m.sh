@@ -90,7 +90,11 @@ FROM generate_series(1, $n) AS i;
 INSERT INTO readpast.live (id, queue, state, run_at, attempts, lease_token, leased_by,
                            lease_expires_at, enqueued_at, started_at, finished_at,
                            last_error, payload) OVERRIDING SYSTEM VALUE
-SELECT * FROM fill WHERE state IN ('available', 'running');
+SELECT * FROM fill WHERE state = 'available';
+INSERT INTO readpast.running (id, queue, state, run_at, attempts, lease_token, leased_by,
+                              lease_expires_at, enqueued_at, started_at, finished_at,
+                              last_error, payload)
+SELECT * FROM fill WHERE state = 'running';
 INSERT INTO readpast.done (id, queue, state, run_at, attempts, max_attempts, lease_token,
                            leased_by, lease_expires_at, enqueued_at, started_at, finished_at,
                            last_error, payload, priority)
@@ -98,7 +102,7 @@ SELECT id, queue, state, run_at, attempts, 25, lease_token, leased_by, lease_exp
        enqueued_at, started_at, finished_at, last_error, payload, 100
 FROM fill WHERE state IN ('succeeded', 'dead');
 SELECT setval('readpast.jobs_id_seq', $n);
-VACUUM ANALYZE readpast.live, readpast.done;
+VACUUM ANALYZE readpast.live, readpast.running, readpast.done;
 SQL
   ;;
 measure)

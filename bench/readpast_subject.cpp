@@ -103,9 +103,9 @@ T must(Result<T> result, const char* what) {
 class PgTables final : public ReadpastTables {
  public:
   explicit PgTables(const std::string& url) : pg_(url) {}
-  // readpast.jobs is a view over the job tables (migrations 10, 17 and 18); unique_keys holds
-  // the keys of the live jobs (migration 15). Those that exist: a prototype schema may add one
-  // (`running`, docs/bench-results/2026-12-07/run57/).
+  // readpast.jobs is a view over the job tables (migrations 10, 17, 18 and 23); unique_keys
+  // holds the keys of the live jobs (migration 15). Those that exist, so that a binary of an
+  // older schema (an A/B run) resets its own.
   void reset() override {
     pg_.exec(
         "DO $$ BEGIN EXECUTE 'TRUNCATE ' || (SELECT string_agg(format('%I.%I', schemaname, "
@@ -122,7 +122,7 @@ class PgTables final : public ReadpastTables {
     }
   }
   void settle() override {
-    pg_.exec("VACUUM ANALYZE readpast.live, readpast.done");
+    pg_.exec("VACUUM ANALYZE readpast.live, readpast.running, readpast.done");
     pg_.exec("CHECKPOINT");
   }
   std::int64_t unfinished() override {

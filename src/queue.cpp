@@ -128,6 +128,33 @@ struct Queue::State {
     }
   }
 
+  // When lease() last tried a turn at rotating the storage (guarded by mu). A try claims the
+  // turn (one upsert) at most every kRotationTry; one process of all gets it per
+  // Queue::kRotationInterval.
+  static constexpr Duration kRotationTry = std::chrono::seconds(1);
+  std::optional<std::chrono::steady_clock::time_point> last_rotation_try;
+  bool rotation_try_due() {
+    if (options.read_only || !engine->storage_rotates()) return false;
+    auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(mu);
+    if (last_rotation_try && now - *last_rotation_try < kRotationTry) return false;
+    last_rotation_try = now;
+    return true;
+  }
+  // One try from lease(): the lease goes on whatever happens here. An error is said, once per
+  // turn (a role without the rights to rotate, say); the storage then only grows until
+  // autovacuum cleans it, which is slower but correct.
+  void take_rotation_turn(std::string_view by) {
+    auto claimed = noted(engine->claim_task("ring", Queue::kRotationInterval, by));
+    if (!claimed || !*claimed) return;
+    auto rotation = noted(engine->rotate_storage());
+    if (!rotation) {
+      detail::emit(options.logger, LogLevel::kWarn,
+                   "cannot rotate the running jobs' storage: " + rotation.error().message,
+                   {{"event", "rotation_error"}, {"error", rotation.error().message}});
+    }
+  }
+
   // True when the queue's expired leases are due for a rescue; marks it done.
   bool rescue_due(std::string_view queue) {
     auto now = std::chrono::steady_clock::now();
@@ -305,6 +332,7 @@ Result<std::vector<Job>> Queue::lease(const LeaseRequest& request) {
   }
   // Jobs that waited for others become available here, even when only workers run.
   if (!state_->options.read_only && state_->resolve_due()) state_->resolve_one_round();
+  if (state_->rotation_try_due()) state_->take_rotation_turn(request.worker_id);
   const auto sent = std::chrono::steady_clock::now();
   bool limited = state_->limited(request.queue);
   Result<std::vector<Job>> jobs = std::vector<Job>{};
@@ -665,6 +693,13 @@ Result<bool> Queue::claim_task(std::string_view task, Duration interval, std::st
   }
   return state_->noted(
       state_->engine->claim_task(task, interval, by.substr(0, detail::kMaxWorkerIdBytes)));
+}
+
+Result<StorageRotation> Queue::rotate_storage() {
+  if (state_->options.read_only) {
+    return fail_with(Error::invalid_argument("a read-only Queue cannot rotate storage"));
+  }
+  return state_->noted(state_->engine->rotate_storage());
 }
 
 Result<TimePoint> Queue::now() {

@@ -54,6 +54,15 @@ class Subscription {
   std::function<void()> end_;
 };
 
+// What one rotation of an engine's storage did (Queue::rotate_storage).
+struct StorageRotation {
+  // False when the engine's storage does not rotate, or the segment to empty was in use by a
+  // long transaction (then a later turn tries again).
+  bool rotated = false;
+  // Jobs still running in the emptied segment, moved to the current one.
+  std::int64_t moved = 0;
+};
+
 class Queue {
  public:
   // URL: "sqlite:PATH" (PATH may be relative; "?synchronous=normal", "?busy_timeout=MS",
@@ -184,6 +193,15 @@ class Queue {
   // racing, on any hosts, one gets true per interval, so that they take turns instead of
   // all doing the same work. `by` names the claimant (e.g. the worker id).
   Result<bool> claim_task(std::string_view task, Duration interval, std::string_view by);
+
+  // PostgreSQL keeps running jobs in a ring of segments (docs/postgres-storage.md, section 8):
+  // one rotation empties the oldest with TRUNCATE, which gives back the space of every job
+  // settled in it without vacuum, even while another session holds an old snapshot.
+  // lease() takes turns at it by itself: of every process, on any hosts, one rotates per
+  // kRotationInterval (claim_task "ring"), so nobody else needs to; this rotates now.
+  // On an engine whose storage does not rotate, it does nothing (rotated = false).
+  static constexpr Duration kRotationInterval = std::chrono::seconds(10);
+  Result<StorageRotation> rotate_storage();
 
   // The database's clock.
   Result<TimePoint> now();

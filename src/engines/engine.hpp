@@ -217,6 +217,10 @@ class Engine {
   // See Queue::claim_task.
   virtual Result<bool> claim_task(std::string_view task, Duration interval,
                                   std::string_view by) = 0;
+  // Whether the engine's storage rotates (Queue::rotate_storage); only then is
+  // rotate_storage() called.
+  virtual bool storage_rotates() const { return false; }
+  virtual Result<StorageRotation> rotate_storage() { return StorageRotation{}; }
   virtual Result<TimePoint> now() = 0;
 
   // Adds each row's value to its series' stored total (creating it at the value); rows come

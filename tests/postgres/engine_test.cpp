@@ -100,8 +100,14 @@ TEST_F(EngineTest, EveryHotPathUsesItsPartialIndex) {
   EXPECT_EQ(lease.find("Seq Scan on live"), std::string::npos) << lease;
   // From the head, and from where the process' frontiers say (lease_frontier.hpp).
   for (const Value& after : {Value(), Value("2026-01-01T00:00:00Z")}) {
+    // Rescue reads the expiry index of each segment of the running ring (migration 23), merged.
     const std::string rescue = plan_of(db, sql.rescue.sql, {"q", after, "5000"});
-    EXPECT_NE(rescue.find("jobs_expiry_idx"), std::string::npos) << rescue;
+    EXPECT_NE(rescue.find("Merge Append"), std::string::npos) << rescue;
+    for (const char* segment : {"running_0", "running_1", "running_2"}) {
+      EXPECT_NE(rescue.find(std::string(segment) + "_queue_lease_expires_at_idx"),
+                std::string::npos)
+          << rescue;
+    }
     const std::string due = plans.of(sql.next_due.sql, {"q", after});
     EXPECT_NE(due.find("Scan using jobs_lease_idx"), std::string::npos) << due;
     EXPECT_EQ(due.find("Sort"), std::string::npos) << due;
@@ -114,31 +120,29 @@ TEST_F(EngineTest, EveryHotPathUsesItsPartialIndex) {
   EXPECT_NE(holder.find("unique_keys_pkey"), std::string::npos) << holder;
 }
 
-// The settles find each row by a probe of live_pkey, whatever the statistics say
-// (sql/statements.sql, complete). Here the statistics are those a held snapshot leaves:
-// ANALYZE, under another session's snapshot, of a table whose 30,000 jobs have all been
-// leased and deleted, finds no live row in hundreds of pages, while the indexes still hold
-// an entry for every one of them. The plain form of the statements, kept here for contrast,
-// then reads all of live_pkey and joins each entry to the batch, as it did in run 37.
+// The settles find each row by a probe of the running segments' primary keys, whatever the
+// statistics say (sql/statements.sql, complete). Here the statistics are those a held snapshot
+// leaves: ANALYZE, under another session's snapshot, of a segment whose 30,000 jobs have all
+// been settled, finds no live row in hundreds of pages, while the indexes still hold an entry
+// for every one of them. The plain form of the statements, kept here for contrast, then reads
+// all of the primary key and joins each entry to the batch, as it did in run 37.
 TEST_F(EngineTest, SettlesProbeThePrimaryKeyWhateverTheStatisticsSay) {
   SqlConnection db(url());
   SqlConnection holder(url());
   holder.exec("BEGIN ISOLATION LEVEL REPEATABLE READ");
   holder.exec("SELECT count(*) FROM pg_class");
-  db.exec("INSERT INTO readpast.live (queue) SELECT 'q' FROM generate_series(1, 30000)");
-  db.exec(
-      "UPDATE readpast.live SET state = 'running', lease_token = gen_random_uuid(), "
-      "lease_expires_at = now() + interval '1 hour', started_at = now(), attempts = 1");
-  db.exec("DELETE FROM readpast.live");
-  db.exec("ANALYZE readpast.live");
-  db.exec("INSERT INTO readpast.live (queue) SELECT 'q' FROM generate_series(1, 150)");
-  db.exec(
-      "UPDATE readpast.live SET state = 'running', lease_token = gen_random_uuid(), "
-      "lease_expires_at = now() + interval '1 hour', started_at = now(), attempts = 1");
+  const std::string leased =
+      "INSERT INTO readpast.running (id, queue, lease_token, lease_expires_at, started_at, "
+      "attempts) SELECT nextval('readpast.jobs_id_seq'), 'q', gen_random_uuid(), "
+      "now() + interval '1 hour', now(), 1 FROM generate_series(1, ";
+  db.exec(leased + "30000)");
+  db.exec("DELETE FROM readpast.running");
+  db.exec("ANALYZE readpast.running");
+  db.exec(leased + "150)");
   const auto schema = must(detail::pg::SchemaName::parse("readpast"));
   const detail::pg::Sql sql(schema);
-  const std::string ids = db.scalar("SELECT array_agg(id)::text FROM readpast.live");
-  const std::string tokens = db.scalar("SELECT array_agg(lease_token)::text FROM readpast.live");
+  const std::string ids = db.scalar("SELECT array_agg(id)::text FROM readpast.running");
+  const std::string tokens = db.scalar("SELECT array_agg(lease_token)::text FROM readpast.running");
   db.exec("SET plan_cache_mode = force_generic_plan");  // as the engine's cached plans are
   auto generic_plan = [&](const std::string& name, const std::string& statement,
                           const std::string& types, const std::vector<Value>& params) {
@@ -161,27 +165,29 @@ TEST_F(EngineTest, SettlesProbeThePrimaryKeyWhateverTheStatisticsSay) {
   for (const auto& [name, plan] : settles) {
     EXPECT_NE(plan.find("Index Cond: (id = ANY (ARRAY["), std::string::npos) << name << ":\n"
                                                                              << plan;
-    EXPECT_EQ(plan.find("jobs_expiry_idx"), std::string::npos) << name << ":\n" << plan;
+    EXPECT_EQ(plan.find("expires_at_idx"), std::string::npos) << name << ":\n" << plan;
   }
-  // complete_delete() (migration 20) reads the batch in one scan of live_pkey and matches the
-  // tokens by hash; its plan is inside the function, where EXPLAIN of the call does not look.
+  // complete_delete() (migration 20) reads the batch in one scan of the primary key and matches
+  // the tokens by hash; its plan is inside the function, where EXPLAIN of the call does not
+  // look.
   NestedPlans plans(url());
   plans.db().exec("BEGIN");
   const std::string deleted = plans.of(sql.complete_delete.sql, {ids, tokens});
   plans.db().exec("ROLLBACK");
-  EXPECT_NE(deleted.find("Index Scan using live_pkey on live j"), std::string::npos) << deleted;
+  EXPECT_NE(deleted.find("Index Scan using running_0_pkey on running_0 j"), std::string::npos)
+      << deleted;
   EXPECT_NE(deleted.find("Index Cond: (id = ANY ($1))"), std::string::npos) << deleted;
   EXPECT_NE(deleted.find("Hash Cond: ((j.id = r.id) AND (j.lease_token = r.token))"),
             std::string::npos)
       << deleted;
   EXPECT_EQ(deleted.find("Seq Scan"), std::string::npos) << deleted;
-  EXPECT_EQ(deleted.find("jobs_expiry_idx"), std::string::npos) << deleted;
-  // The plain form they had: with these statistics it reads all of live_pkey and joins each
-  // entry to the batch, instead of probing for each id.
+  EXPECT_EQ(deleted.find("expires_at_idx"), std::string::npos) << deleted;
+  // The plain form they had: with these statistics it reads all of the primary key and joins
+  // each entry to the batch, instead of probing for each id.
   const std::string plain = generic_plan(
       "plain",
-      "DELETE FROM readpast.live j USING unnest($1, $2) AS r(id, token) WHERE j.id = r.id "
-      "AND j.state = 'running' AND j.lease_token = r.token AND j.notify IS NOT TRUE "
+      "DELETE FROM readpast.running j USING unnest($1, $2) AS r(id, token) WHERE j.id = r.id "
+      "AND j.lease_token = r.token AND j.notify IS NOT TRUE "
       "RETURNING j.id, r.token",
       "(bigint[], uuid[])", {ids, tokens});
   EXPECT_EQ(plain.find("Index Cond: (id = r.id)"), std::string::npos)
@@ -202,11 +208,8 @@ TEST_F(EngineTest, ALeaseWalksTheQueueInOrderWhateverTheStatisticsSay) {
   // No autovacuum: its ANALYZE would correct the statistics this test depends on.
   db.exec("ALTER TABLE readpast.live SET (autovacuum_enabled = false)");
   db.exec("INSERT INTO readpast.live (queue) SELECT 'q' FROM generate_series(1, 200000)");
-  db.exec("DELETE FROM readpast.live WHERE id <= (SELECT max(id) - 500 FROM readpast.live)");
-  db.exec(
-      "UPDATE readpast.live SET state = 'running', lease_token = gen_random_uuid(), "
-      "lease_expires_at = now() + interval '1 hour', started_at = now(), attempts = 1 "
-      "WHERE id <= (SELECT max(id) - 30 FROM readpast.live)");
+  // Leased jobs leave live (for running since migration 23): 30 stay available at its end.
+  db.exec("DELETE FROM readpast.live WHERE id <= (SELECT max(id) - 30 FROM readpast.live)");
   db.exec("VACUUM ANALYZE readpast.live");
   std::vector<NewJob> backlog;
   for (int i = 0; i < 20000; ++i) backlog.push_back(job("q"));

@@ -22,10 +22,11 @@ class MovingJobsTest : public PostgresTest {
     then.unique_key = std::move(key);
     return must(queue.enqueue(then)).id;
   }
-  // Where job `id` is: "live", "scheduled", "waiting", "done" or "" (nowhere).
+  // Where job `id` is: "live", "running", "scheduled", "waiting", "done" or "" (nowhere).
   std::string table_of(SqlConnection& db, JobId id) {
     const std::string n = std::to_string(id);
     return db.scalar("SELECT coalesce((SELECT 'live' FROM readpast.live WHERE id = " + n +
+                     "), (SELECT 'running' FROM readpast.running WHERE id = " + n +
                      "), (SELECT 'scheduled' FROM readpast.scheduled WHERE id = " + n +
                      "), (SELECT 'waiting' FROM readpast.waiting WHERE id = " + n +
                      "), (SELECT 'done' FROM readpast.done WHERE id = " + n + "), '')");

@@ -309,13 +309,23 @@ TEST_F(SchemaTest, TheStorageSettingsAreInPlace) {
     EXPECT_NE(reloptions.find("autovacuum_vacuum_scale_factor=0.01"), std::string::npos)
         << table << ": " << reloptions;
   }
-  // live: the primary key, lease, expiry and group indexes (the unique keys are held in
-  // unique_keys since schema 15; no due index since schema 16; the waiting jobs' in waiting
-  // since schema 17); waiting: the primary key, queue and group indexes; done: the primary
-  // key, finished, notify and group indexes.
+  // live: the primary key, lease and group indexes (the unique keys are held in unique_keys
+  // since schema 15; no due index since schema 16; the waiting jobs' in waiting since schema
+  // 17; the expiry index on running since schema 23); waiting: the primary key, queue and
+  // group indexes; done: the primary key, finished, notify and group indexes.
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_indexes WHERE schemaname = 'readpast' "
                       "AND tablename = 'live'"),
-            "4");
+            "3");
+  // running (schema 23): a ring of three segments, each with the primary key, expiry and group
+  // indexes, filled to 80% so that an extend can update in place.
+  EXPECT_EQ(db.scalar("SELECT string_agg(c.relname || ':' || array_to_string(c.reloptions, ','), "
+                      "' ' ORDER BY c.relname) FROM pg_inherits i "
+                      "JOIN pg_class c ON c.oid = i.inhrelid "
+                      "WHERE i.inhparent = 'readpast.running'::regclass AND c.relkind = 'r'"),
+            "running_0:fillfactor=80 running_1:fillfactor=80 running_2:fillfactor=80");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_indexes WHERE schemaname = 'readpast' "
+                      "AND tablename = 'running_1'"),
+            "3");
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_indexes WHERE schemaname = 'readpast' "
                       "AND tablename = 'waiting'"),
             "3");
@@ -451,9 +461,10 @@ TEST_F(SchemaTest, JobsInEveryStateSurviveTheUpgradeToTheFinishedJobsTable) {
   SqlConnection db(url_);
   EXPECT_EQ(db.scalar("SELECT relkind FROM pg_class WHERE oid = 'readpast.jobs'::regclass"), "v");
   // (Through to the latest schema: the waiting job is in waiting since schema 17, the one
-  // scheduled for later in scheduled since schema 18.)
-  EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM readpast.live"),
-            "1,3,8,9");
+  // scheduled for later in scheduled since schema 18, the running ones in running since
+  // schema 23.)
+  EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM readpast.live"), "1,8");
+  EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM readpast.running"), "3,9");
   EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM readpast.scheduled"), "2");
   EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM readpast.waiting"), "4");
   EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM readpast.done"), "5,6,7");
@@ -573,7 +584,8 @@ TEST_F(SchemaTest, WaitingJobsMoveToTheirTableWithTheirKeysAndHistory) {
   EXPECT_EQ(db.scalar("SELECT string_agg(id || ':' || waiting_for, ' ' ORDER BY id) "
                       "FROM readpast.waiting"),
             "3:1 4:2 5:1");
-  EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ' ' ORDER BY id) FROM readpast.live"), "1 2");
+  EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ' ' ORDER BY id) FROM readpast.live"), "2");
+  EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ' ' ORDER BY id) FROM readpast.running"), "1");
   EXPECT_EQ(
       db.scalar("SELECT string_agg(unique_key || '=' || job_id, ' ') FROM readpast.unique_keys"),
       "k=3");
@@ -628,7 +640,8 @@ TEST_F(SchemaTest, ScheduledJobsMoveToTheirTableWithTheirKeysAndHistory) {
   Queue queue = must(Queue::open(url_, options));
   EXPECT_EQ(must(queue.init()), detail::pg::kSchemaVersion);
   EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ' ' ORDER BY id) FROM readpast.scheduled"), "2");
-  EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ' ' ORDER BY id) FROM readpast.live"), "1 3");
+  EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ' ' ORDER BY id) FROM readpast.live"), "3");
+  EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ' ' ORDER BY id) FROM readpast.running"), "1");
   EXPECT_EQ(
       db.scalar("SELECT string_agg(unique_key || '=' || job_id, ' ') FROM readpast.unique_keys"),
       "k=2");
@@ -715,7 +728,7 @@ TEST_F(SchemaTest, TheUpgradeToLanesRegistersTheLanesOfTheJobsThereAndKeepsRoles
   db.exec("RESET ROLE");
   ASSERT_EQ(leased.size(), 3u);
   EXPECT_EQ(db.scalar("SELECT string_agg(priority::text, ' ' ORDER BY priority) "
-                      "FROM readpast.live WHERE queue = 'a' AND state = 'running'"),
+                      "FROM readpast.running WHERE queue = 'a'"),
             "0 5 9");
   EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.lanes WHERE queue = 'a' AND priority = 9"),
             "1");
@@ -920,6 +933,62 @@ TEST_F(SchemaTest, ALeaseTakenBeforeTheTenMillisecondDeltaSettlesAfterIt) {
   EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.lane_marks WHERE id = $1", {early}), "1");
   auto rest = must(queue.lease({.queue = "q", .worker_id = "w", .max_jobs = 5}));
   EXPECT_EQ(rest.size(), 2u);
+}
+
+// Schema 23: the running jobs move from live to the running ring with their keys and error
+// history, and their leases settle after the upgrade under the tokens they were taken with. A
+// role granted rights on live gets them on running, and may rotate the ring.
+TEST_F(SchemaTest, RunningJobsMoveToTheRingWithTheirLeasesKeysAndHistory) {
+  constexpr int kBeforeRunningRing = 22;
+  const std::string token = "00000000000000000000000000000001";
+  SqlConnection db(url_);
+  create_schema_as_release(db, kBeforeRunningRing);
+  db.exec("SELECT readpast.enqueue('q', unique_key => 'k')");  // 1
+  db.exec("SELECT readpast.enqueue('q')");                     // 2
+  db.exec("UPDATE readpast.live SET state = 'running', attempts = 1, lease_token = '" + token +
+          "', leased_by = 'w', lease_expires_at = now() + interval '1 hour', started_at = now(), "
+          "last_error = 'before' WHERE id = 1");
+  db.exec(
+      "INSERT INTO readpast.job_errors (job_id, attempt, at, error) VALUES (1, 1, now(), "
+      "'before')");
+  const TestRole ring_role(db, "ring");
+  const std::string& role = ring_role.name();
+  db.exec("GRANT USAGE ON SCHEMA readpast TO " + role);
+  // A worker's rights, on every table there was before the upgrade.
+  db.exec("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA readpast TO " + role);
+
+  QueueOptions options;
+  options.init_schema = true;
+  Queue queue = must(Queue::open(url_, options));
+  EXPECT_EQ(must(queue.init()), detail::pg::kSchemaVersion);
+  EXPECT_EQ(db.scalar("SELECT string_agg(id::text, ' ' ORDER BY id) FROM readpast.live"), "2");
+  EXPECT_EQ(db.scalar("SELECT string_agg(id || ':' || seg, ' ' ORDER BY id) FROM readpast.running"),
+            "1:0");
+  EXPECT_EQ(
+      db.scalar("SELECT string_agg(unique_key || '=' || job_id, ' ') FROM readpast.unique_keys"),
+      "k=1");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.job_errors WHERE job_id = 1"), "1");
+  EXPECT_EQ(ring_role.rights_on("running"), "DELETE,INSERT,SELECT,UPDATE");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM pg_indexes WHERE schemaname = 'readpast' "
+                      "AND indexname = 'jobs_expiry_idx'"),
+            "0");
+
+  // The role rotates the ring twice, and the third rotation moves the job; nothing is lost.
+  db.exec("SET ROLE " + role);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(db.scalar("SELECT rotated FROM readpast.rotate_running()"), "t");
+  }
+  db.exec("RESET ROLE");
+  EXPECT_EQ(db.scalar("SELECT string_agg(id || ':' || seg, ' ' ORDER BY id) FROM readpast.running"),
+            "1:2");
+  NewJob same = job("q");
+  same.unique_key = "k";
+  EXPECT_FALSE(must(queue.enqueue(same)).inserted) << "the running job's key was given back";
+  must(queue.complete(1, must(LeaseToken::from_hex(token))));
+  const Job done = must(queue.get(1));
+  EXPECT_EQ(done.state, JobState::kSucceeded);
+  EXPECT_EQ(done.errors.size(), 1u);
+  EXPECT_TRUE(must(queue.enqueue(same)).inserted) << "completing kept the key";
 }
 
 }  // namespace

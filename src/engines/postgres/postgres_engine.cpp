@@ -636,13 +636,14 @@ class PostgresEngine final : public Engine {
     return total;
   }
 
-  // A job that another statement moves between live, scheduled and waiting while the cancel
-  // waits for its row is not found by that statement: a move is a delete and an insert, which
-  // it does not follow as it follows an update. Another statement, whose snapshot sees the move,
-  // finds it. Jobs move both ways between live and scheduled (a lease promotes one, a failure
-  // retried later moves it back), so it may have moved again meanwhile: up to kCancelPasses in
-  // all. Ids of finished jobs are missed by every pass (a cancel leaves them as they are), so a
-  // cancel that names one costs three statements.
+  // A job that another statement moves between live, running, scheduled and waiting while the
+  // cancel waits for its row is not found by that statement: a move is a delete and an insert,
+  // which it does not follow as it follows an update. Another statement, whose snapshot sees the
+  // move, finds it. Jobs move both ways between live and running (a lease, a failure retried
+  // now) and between live and scheduled (a lease promotes one, a failure retried later moves it
+  // back), so it may have moved again meanwhile: up to kCancelPasses in all. Ids of finished jobs
+  // are missed by every pass (a cancel leaves them as they are), so a cancel that names one costs
+  // three statements.
   Result<std::vector<JobId>> cancel(std::span<const JobId> ids) override {
     constexpr int kCancelPasses = 3;
     auto first = change(sql_.cancel, ids);
@@ -1008,6 +1009,13 @@ class PostgresEngine final : public Engine {
                                           .text(S::claimed_by, sanitize_utf8(by)));
     if (!rows) return fail_with(rows.error());
     return rows->size() == 1;
+  }
+
+  bool storage_rotates() const override { return true; }
+  Result<StorageRotation> rotate_storage() override {
+    auto rows = exec(sql_.rotate_running, Params(pg::sql::rotate_running::param_count));
+    if (!rows) return fail_with(rows.error());
+    return StorageRotation{.rotated = rows->boolean(0, 0), .moved = rows->int8(0, 1)};
   }
 
   Subscription on_cancel(std::function<void()> notify) override {

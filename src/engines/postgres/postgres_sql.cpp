@@ -138,6 +138,7 @@ Sql::Sql(const SchemaName& schema)
       enqueue_tick(make<sql::enqueue_tick>("enqueue_tick", schema)),
       enqueue_schedule_now(make<sql::enqueue_schedule_now>("enqueue_schedule_now", schema)),
       claim_task(make<sql::claim_task>("claim_task", schema)),
+      rotate_running(make<sql::rotate_running>("rotate_running", schema)),
       add_metrics(make<sql::add_metrics>("add_metrics", schema)),
       read_metrics(make<sql::read_metrics>("read_metrics", schema)),
       upsert_worker(make<sql::upsert_worker>("upsert_worker", schema)),

@@ -105,6 +105,7 @@ struct Sql {
   Statement enqueue_tick;
   Statement enqueue_schedule_now;
   Statement claim_task;
+  Statement rotate_running;
   Statement add_metrics;
   Statement read_metrics;
   Statement upsert_worker;

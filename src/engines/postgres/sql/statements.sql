@@ -326,23 +326,21 @@ RIGHT JOIN (SELECT 1) one ON true;
 -- under the given token. This is what makes a re-sent complete or fail (after a dropped
 -- connection left its outcome unknown) safe: the first one that committed ended the lease,
 -- so the re-sent one matches no row and reports the lease lost; it can neither complete
--- the job twice nor touch a later attempt that another worker holds. A job that is kept
--- moves from live to done in the one statement (migration 10).
+-- the job twice nor touch a later attempt that another worker holds. A running job is in
+-- `running` (migration 23), which holds nothing else: a job that is kept moves from there to
+-- done in the one statement.
 --
--- The settles find each row by one probe of live_pkey, whatever the statistics say.
--- Autovacuum can record `live` as a few rows in thousands of pages: under a snapshot held
+-- The settles find each row by one probe of running_pkey, whatever the statistics say.
+-- Autovacuum can record a table as a few rows in thousands of pages: under a snapshot held
 -- elsewhere always, and in a drain that keeps a backlog whenever its vacuum extrapolates from
 -- the pages it read (run 37: 21 rows in 40,000 pages, 31,000 live). With such statistics the
--- plain forms of these statements chose plans that read a whole index:
---   - `j.state = 'running'` matches the condition of jobs_expiry_idx (partial, on running
---     jobs), and the planner walked that whole index (6 s for 100 completions after two
---     minutes of a hold, docs/benchmarks.md run 34). Written `(j.state || '') = 'running'`,
---     it matches no partial index;
---   - `j.id = r.id` can be joined by merge, which makes live_pkey's order useful: the planner
---     read all of live_pkey and joined each entry to the batch (0.5 s for 100 completions,
---     run 37; 50 ms without a hold). Written `j.id = ANY (ARRAY[r.id])`, it joins nothing by
---     merge or hash, so the one plan left that reads live by an index probes live_pkey once
---     per id, and the other, a sequential scan, costs the table's pages.
+-- plain forms of these statements chose plans that read a whole index (run 34: the state test
+-- of a partial index's condition; run 37: a merge join over the primary key). `j.id = r.id`
+-- can be joined by merge, which makes the primary key's order useful: the planner read all of
+-- it and joined each entry to the batch (0.5 s for 100 completions, run 37; 50 ms without a
+-- hold). Written `j.id = ANY (ARRAY[r.id])`, it joins nothing by merge or hash, so the one
+-- plan left that reads the table by an index probes its primary key once per id, and the
+-- other, a sequential scan, costs the table's pages.
 -- The batch is unnest() under `LIMIT cardinality(:ids)`, a limit that changes nothing but the
 -- generic plan's estimate: unnest() of an array parameter is costed at ten rows, the
 -- generic plan at ten probes, more than a custom plan of one probe plus its planning, and
@@ -352,10 +350,10 @@ RIGHT JOIN (SELECT 1) one ON true;
 -- call: 0.87.) Tests pin both plans: SettlesProbeThePrimaryKeyWhateverTheStatisticsSay and
 -- TheSettlesOfOneJobKeepAGenericPlan, tests/postgres/engine_test.cpp.
 WITH ended AS (
-  DELETE FROM :"schema".live j
+  DELETE FROM :"schema".running j
   USING (SELECT * FROM unnest(:ids::bigint[], :tokens::uuid[])
         LIMIT cardinality(:ids::bigint[])) AS r(id, token)
-  WHERE j.id = ANY (ARRAY[r.id]) AND (j.state || '') = 'running' AND j.lease_token = r.token
+  WHERE j.id = ANY (ARRAY[r.id]) AND j.lease_token = r.token
   RETURNING j.*, r.token AS settled_token
 ), kept AS (
   INSERT INTO :"schema".done
@@ -370,54 +368,46 @@ SELECT e.id, e.settled_token FROM ended e;
 -- name: complete_delete
 -- A job with dependents to tell (notify) is not deleted: the engine completes it with
 -- `complete` instead, and retention deletes it once resolve_dependencies has told them.
--- The hot path of a drain without retention: complete_delete() (migration 20) reads the
--- batch's ids in one scan of live_pkey and matches the tokens by hash, a plan its planner
+-- The hot path of a drain without retention: complete_delete() (migrations 20 and 23) reads
+-- the batch's ids in one scan of running_pkey and matches the tokens by hash, a plan its planner
 -- settings keep whatever the statistics say, where the form above starts a scan per id.
 SELECT d.id, d.token FROM :"schema".complete_delete(:ids::bigint[], :tokens::uuid[]) AS d;
 
 -- name: fail
 -- A dead job keeps its run_at; a retried one gets now + retry_after, or the backoff of the
 -- attempt that just failed (j.attempts, read under the fence). no_retry sends it to dead
--- whatever attempts it has left. A job retried now is updated where it is; one retried later
--- moves from live to scheduled, and a dead one from live to done, both by one DELETE
--- (migrations 18 and 19: the key stays with a job moved to scheduled, and goes with one
--- buried). The same statement records each failed attempt in the error history (job_errors).
--- `input` locks the rows first, so that the update and the delete decide on what they lock,
--- and each row is written by one of them only; it computes each retry's time once.
-WITH input AS (
-  SELECT r.*, j.attempts >= j.max_attempts OR r.no_retry AS dies,
-         statement_timestamp()
-           + coalesce(r.retry_after_us * interval '1 microsecond',
-                      :"schema".backoff_delay(j.attempts, r.base_us, r.cap_us, r.factor))
-           AS retry_at
-  FROM :"schema".live j
-  JOIN (SELECT * FROM unnest(:ids::bigint[], :tokens::uuid[], :errors::text[],
-                             :retry_after_us::bigint[], :base_us::bigint[], :cap_us::bigint[],
-                             :factors::double precision[], :no_retry::boolean[])
-        LIMIT cardinality(:ids::bigint[]))
+-- whatever attempts it has left. The job leaves `running` by one DELETE (migration 23) for
+-- live when retried now, for scheduled when retried later (the key stays with it), for done
+-- when dead (the key goes). The same statement records each failed attempt in the error
+-- history (job_errors). Each retry's time is computed once, in the DELETE's RETURNING.
+WITH gone AS (
+  DELETE FROM :"schema".running j
+  USING (SELECT * FROM unnest(:ids::bigint[], :tokens::uuid[], :errors::text[],
+                              :retry_after_us::bigint[], :base_us::bigint[], :cap_us::bigint[],
+                              :factors::double precision[], :no_retry::boolean[])
+         LIMIT cardinality(:ids::bigint[]))
        AS r(id, token, error, retry_after_us, base_us, cap_us, factor, no_retry)
-    ON j.id = ANY (ARRAY[r.id])
-  WHERE (j.state || '') = 'running' AND j.lease_token = r.token
-  FOR UPDATE OF j
+  WHERE j.id = ANY (ARRAY[r.id]) AND j.lease_token = r.token
+  RETURNING j.*, r.token AS settled_token, r.error,
+            j.attempts >= j.max_attempts OR r.no_retry AS dies,
+            statement_timestamp()
+              + coalesce(r.retry_after_us * interval '1 microsecond',
+                         :"schema".backoff_delay(j.attempts, r.base_us, r.cap_us, r.factor))
+              AS retry_at
 ), retried AS (
-  UPDATE :"schema".live j
-  SET state = 'available', run_at = r.retry_at, last_error = r.error, lease_expires_at = NULL
-  FROM input r
-  WHERE j.id = ANY (ARRAY[r.id]) AND NOT r.dies AND r.retry_at <= statement_timestamp()
-    AND (j.state || '') = 'running' AND j.lease_token = r.token
-  RETURNING j.id, r.token, j.state, j.attempts, j.leased_by, j.last_error
-), gone AS (
-  DELETE FROM :"schema".live j USING input r
-  WHERE j.id = ANY (ARRAY[r.id]) AND (r.dies OR r.retry_at > statement_timestamp())
-    AND (j.state || '') = 'running' AND j.lease_token = r.token
-  RETURNING j.*, r.token AS settled_token, r.error, r.retry_at, r.dies
+  INSERT INTO :"schema".live OVERRIDING SYSTEM VALUE
+  SELECT g.id, g.queue, 'available', g.priority, g.retry_at, g.attempts, g.max_attempts,
+         g.lease_token, g.leased_by, NULL, g.enqueued_at, g.started_at, g.finished_at,
+         g.unique_key, g.error, g.payload, g.progress, g.waiting_for, g.notify, g.delay_us,
+         g.group_name
+  FROM gone g WHERE NOT g.dies AND g.retry_at <= statement_timestamp()
 ), rescheduled AS (
   INSERT INTO :"schema".scheduled
   SELECT g.id, g.queue, 'available', g.priority, g.retry_at, g.attempts, g.max_attempts,
          g.lease_token, g.leased_by, NULL, g.enqueued_at, g.started_at, g.finished_at,
          g.unique_key, g.error, g.payload, g.progress, g.waiting_for, g.notify, g.delay_us,
          g.group_name
-  FROM gone g WHERE NOT g.dies
+  FROM gone g WHERE NOT g.dies AND g.retry_at > statement_timestamp()
 ), buried AS (
   INSERT INTO :"schema".done
   SELECT g.id, g.queue, 'dead', g.priority, g.run_at, g.attempts, g.max_attempts,
@@ -425,21 +415,15 @@ WITH input AS (
          statement_timestamp(), g.unique_key, g.error, g.payload, g.progress, g.waiting_for,
          g.notify, g.delay_us, g.group_name
   FROM gone g WHERE g.dies
-), failed AS (
-  SELECT * FROM retried
-  UNION ALL
-  SELECT g.id, g.settled_token, CASE WHEN g.dies THEN 'dead' ELSE 'available' END, g.attempts,
-         g.leased_by, g.error
-  FROM gone g
 ), recorded AS (
   INSERT INTO :"schema".job_errors (job_id, attempt, at, worker, error)
-  SELECT f.id, f.attempts, statement_timestamp(), f.leased_by, f.last_error FROM failed f
+  SELECT g.id, g.attempts, statement_timestamp(), g.leased_by, g.error FROM gone g
 )
-SELECT f.id, f.token, f.state FROM failed f;
+SELECT g.id, g.settled_token, CASE WHEN g.dies THEN 'dead' ELSE 'available' END FROM gone g;
 
 -- name: set_progress
-UPDATE :"schema".live j SET progress = :progress::text
-WHERE j.id = :id::bigint AND (j.state || '') = 'running' AND j.lease_token = :token::uuid;
+UPDATE :"schema".running j SET progress = :progress::text
+WHERE j.id = :id::bigint AND j.lease_token = :token::uuid;
 
 -- name: job_errors
 SELECT e.attempt, e.at, e.worker, e.error FROM :"schema".job_errors e
@@ -490,103 +474,96 @@ WHERE (w.queue, w.unique_key) IN (
   FOR UPDATE SKIP LOCKED);
 
 -- name: extend
-UPDATE :"schema".live j
+UPDATE :"schema".running j
 SET lease_expires_at = statement_timestamp() + :lease_us::bigint * interval '1 microsecond'
 FROM (SELECT * FROM unnest(:ids::bigint[], :tokens::uuid[])
         LIMIT cardinality(:ids::bigint[])) AS r(id, token)
-WHERE j.id = ANY (ARRAY[r.id]) AND (j.state || '') = 'running' AND j.lease_token = r.token
+WHERE j.id = ANY (ARRAY[r.id]) AND j.lease_token = r.token
 RETURNING j.id, r.token;
 
 -- name: held
 -- Which of these leases are still held: a read (Queue::leases_held).
 SELECT j.id, r.token
-FROM :"schema".live j
+FROM :"schema".running j
 JOIN (SELECT * FROM unnest(:ids::bigint[], :tokens::uuid[])
         LIMIT cardinality(:ids::bigint[])) AS r(id, token)
   ON j.id = ANY (ARRAY[r.id])
-WHERE (j.state || '') = 'running' AND j.lease_token = r.token;
+WHERE j.lease_token = r.token;
 
 -- name: release
--- Gives back the attempt the lease spent. Released without a delay, a job is updated where it
--- is; with one, it moves from live to scheduled (migration 19), as fail's retries do. Only one
--- of the two branches runs: the other's condition on :delay_us is false before it reads a row.
+-- Gives back the attempt the lease spent. The job leaves `running` (migration 23) for live,
+-- or for scheduled when released with a delay (the key stays with it in either).
 -- params: delay_us, ids, tokens
 WITH released AS (
-  UPDATE :"schema".live j
-  SET state = 'available',
-      run_at = statement_timestamp() + :delay_us::bigint * interval '1 microsecond',
-      attempts = greatest(j.attempts - 1, 0), lease_expires_at = NULL
-  FROM (SELECT * FROM unnest(:ids::bigint[], :tokens::uuid[])
-          LIMIT cardinality(:ids::bigint[])) AS r(id, token)
-  WHERE :delay_us::bigint <= 0 AND j.id = ANY (ARRAY[r.id]) AND (j.state || '') = 'running'
-    AND j.lease_token = r.token
-  RETURNING j.id, r.token
-), deferred AS (
-  DELETE FROM :"schema".live j
+  DELETE FROM :"schema".running j
   USING (SELECT * FROM unnest(:ids::bigint[], :tokens::uuid[])
           LIMIT cardinality(:ids::bigint[])) AS r(id, token)
-  WHERE :delay_us::bigint > 0 AND j.id = ANY (ARRAY[r.id]) AND (j.state || '') = 'running'
-    AND j.lease_token = r.token
-  RETURNING j.*, r.token AS settled_token
+  WHERE j.id = ANY (ARRAY[r.id]) AND j.lease_token = r.token
+  RETURNING j.*, r.token AS settled_token,
+            statement_timestamp() + :delay_us::bigint * interval '1 microsecond' AS again_at
+), into_live AS (
+  INSERT INTO :"schema".live OVERRIDING SYSTEM VALUE
+  SELECT d.id, d.queue, 'available', d.priority, d.again_at, greatest(d.attempts - 1, 0),
+         d.max_attempts, d.lease_token, d.leased_by, NULL, d.enqueued_at, d.started_at,
+         d.finished_at, d.unique_key, d.last_error, d.payload, d.progress, d.waiting_for,
+         d.notify, d.delay_us, d.group_name
+  FROM released d WHERE :delay_us::bigint <= 0
 ), rescheduled AS (
   INSERT INTO :"schema".scheduled
-  SELECT d.id, d.queue, 'available', d.priority,
-         statement_timestamp() + :delay_us::bigint * interval '1 microsecond',
-         greatest(d.attempts - 1, 0), d.max_attempts, d.lease_token, d.leased_by, NULL,
-         d.enqueued_at, d.started_at, d.finished_at, d.unique_key, d.last_error, d.payload,
-         d.progress, d.waiting_for, d.notify, d.delay_us, d.group_name
-  FROM deferred d
+  SELECT d.id, d.queue, 'available', d.priority, d.again_at, greatest(d.attempts - 1, 0),
+         d.max_attempts, d.lease_token, d.leased_by, NULL, d.enqueued_at, d.started_at,
+         d.finished_at, d.unique_key, d.last_error, d.payload, d.progress, d.waiting_for,
+         d.notify, d.delay_us, d.group_name
+  FROM released d WHERE :delay_us::bigint > 0
 )
-SELECT id, token FROM released
-UNION ALL
-SELECT id, settled_token FROM deferred;
+SELECT id, settled_token FROM released;
 
 -- name: rescue
 -- Expired leases of one queue, oldest first, at most :batch per statement: walks
--- jobs_expiry_idx, which holds running jobs only, so it costs the same with ten or ten
--- million jobs waiting. SKIP LOCKED: a row locked right now is being settled by its
--- worker, which is the better outcome. A lease out of attempts moves its job to done as
--- dead. Migration 10's rescue_expired() has the same body, without :after and with the plain
--- forms of the join and the state test (complete says why these differ): while another
--- session holds an old snapshot (lease_mode.hpp), the engine starts from the expiry where
--- its previous rescue left off, less a margin (NULL: from the head; lease_frontier.hpp says
--- when), so that it does not walk the entries of every lease settled since.
+-- running_expiry_idx (migration 23), so it costs the same with ten or ten million jobs
+-- waiting. SKIP LOCKED: a row locked right now is being settled by its worker, which is the
+-- better outcome. A rescued job leaves `running` for live, or for done as dead when its lease
+-- was its last attempt. Migration 23's rescue_expired() has the same body, without :after
+-- and with the plain form of the join (complete says why these differ): while another session
+-- holds an old snapshot (lease_mode.hpp), the engine starts from the expiry where its previous
+-- rescue left off, less a margin (NULL: from the head; lease_frontier.hpp says when), so that
+-- it does not walk the entries of every lease settled since.
 WITH expired AS (
-  SELECT j.id, j.attempts >= j.max_attempts AS dies FROM :"schema".live j
-  WHERE j.queue = :queue::text AND j.state = 'running'
+  SELECT j.id, j.attempts >= j.max_attempts AS dies FROM :"schema".running j
+  WHERE j.queue = :queue::text
     AND j.lease_expires_at <= statement_timestamp()
     AND j.lease_expires_at >= coalesce(:after::timestamptz, '-infinity'::timestamptz)
   ORDER BY j.lease_expires_at
   LIMIT :batch::integer
   FOR UPDATE SKIP LOCKED
+), gone AS (
+  DELETE FROM :"schema".running j USING expired e
+  WHERE j.id = ANY (ARRAY[e.id])
+  RETURNING j.*, e.dies,
+            CASE WHEN e.dies THEN 'lease expired after ' || j.attempts || ' attempts (worker lost)'
+                 ELSE 'lease expired (worker lost)' END AS error
 ), retried AS (
-  UPDATE :"schema".live j
-  SET state = 'available', run_at = statement_timestamp(),
-      last_error = 'lease expired (worker lost)', lease_expires_at = NULL
-  FROM expired e
-  WHERE j.id = ANY (ARRAY[e.id]) AND NOT e.dies AND (j.state || '') = 'running'
-  RETURNING j.id, j.attempts, j.leased_by, j.last_error
-), died AS (
-  DELETE FROM :"schema".live j USING expired e
-  WHERE j.id = ANY (ARRAY[e.id]) AND e.dies AND (j.state || '') = 'running'
-  RETURNING j.*
+  INSERT INTO :"schema".live OVERRIDING SYSTEM VALUE
+  SELECT g.id, g.queue, 'available', g.priority, statement_timestamp(), g.attempts,
+         g.max_attempts, g.lease_token, g.leased_by, NULL, g.enqueued_at, g.started_at,
+         g.finished_at, g.unique_key, g.error, g.payload, g.progress, g.waiting_for, g.notify,
+         g.delay_us, g.group_name
+  FROM gone g WHERE NOT g.dies
 ), buried AS (
   INSERT INTO :"schema".done
-  SELECT d.id, d.queue, 'dead', d.priority, d.run_at, d.attempts, d.max_attempts,
-         d.lease_token, d.leased_by, NULL, d.enqueued_at, d.started_at,
-         statement_timestamp(), d.unique_key,
-         'lease expired after ' || d.attempts || ' attempts (worker lost)', d.payload,
-         d.progress, d.waiting_for, d.notify, d.delay_us, d.group_name
-  FROM died d
-  RETURNING id, attempts, leased_by, last_error
+  SELECT g.id, g.queue, 'dead', g.priority, g.run_at, g.attempts, g.max_attempts,
+         g.lease_token, g.leased_by, NULL, g.enqueued_at, g.started_at,
+         statement_timestamp(), g.unique_key, g.error, g.payload, g.progress, g.waiting_for,
+         g.notify, g.delay_us, g.group_name
+  FROM gone g WHERE g.dies
 )
 -- Each rescued lease is a failed attempt of the error history, like fail()'s.
 INSERT INTO :"schema".job_errors (job_id, attempt, at, worker, error)
-SELECT r.id, r.attempts, statement_timestamp(), r.leased_by, r.last_error
-FROM (SELECT * FROM retried UNION ALL SELECT * FROM buried) r;
+SELECT g.id, g.attempts, statement_timestamp(), g.leased_by, g.error FROM gone g;
 
 -- name: cancel
--- Moves the unfinished jobs among :ids (in live, scheduled or waiting) to done as cancelled (a
+-- Moves the unfinished jobs among :ids (in live, running, scheduled or waiting) to done as
+-- cancelled (a
 -- finished one stays as it is). A job that another statement moves between those tables while
 -- this waits for its row (the resolver from waiting to live, a lease promoting it from
 -- scheduled, a failure retried later back into scheduled) is not found here: the engine runs
@@ -603,6 +580,12 @@ WITH input AS (
 ), gone_live AS (
   DELETE FROM :"schema".live j USING input i WHERE j.id = ANY (ARRAY[i.id])
   RETURNING j.*
+), gone_running AS (
+  DELETE FROM :"schema".running j USING input i WHERE j.id = ANY (ARRAY[i.id])
+  RETURNING j.id, j.queue, j.state, j.priority, j.run_at, j.attempts, j.max_attempts,
+            j.lease_token, j.leased_by, j.lease_expires_at, j.enqueued_at, j.started_at,
+            j.finished_at, j.unique_key, j.last_error, j.payload, j.progress, j.waiting_for,
+            j.notify, j.delay_us, j.group_name
 ), gone_scheduled AS (
   DELETE FROM :"schema".scheduled j USING input i WHERE j.id = ANY (ARRAY[i.id])
   RETURNING j.*
@@ -615,8 +598,8 @@ WITH input AS (
          g.lease_token, g.leased_by, NULL, g.enqueued_at, g.started_at,
          statement_timestamp(), g.unique_key, g.last_error, g.payload, g.progress,
          g.waiting_for, g.notify, g.delay_us, g.group_name
-  FROM (SELECT * FROM gone_live UNION ALL SELECT * FROM gone_scheduled
-        UNION ALL SELECT * FROM gone_waiting) g
+  FROM (SELECT * FROM gone_live UNION ALL SELECT * FROM gone_running
+        UNION ALL SELECT * FROM gone_scheduled UNION ALL SELECT * FROM gone_waiting) g
   RETURNING id, lease_token IS NOT NULL AS was_leased
 ), announced AS (
   -- One row whatever was cancelled (an aggregate without GROUP BY), so that the join below
@@ -753,8 +736,8 @@ SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM :"schema".queues q
        EXISTS (SELECT 1 FROM :"schema".queues q
                WHERE q.name = :queue::text
                  AND ((q.running_limit IS NOT NULL
-                       AND (SELECT count(*) FROM :"schema".live r
-                            WHERE r.queue = :queue::text AND r.state = 'running')
+                       AND (SELECT count(*) FROM :"schema".running r
+                            WHERE r.queue = :queue::text)
                            >= q.running_limit)
                       OR (q.rate_count IS NOT NULL
                           AND NOT EXISTS (SELECT 1 FROM :"schema".rate_slots s
@@ -1086,6 +1069,11 @@ SET next_run_at = excluded.next_run_at, claimed_by = excluded.claimed_by,
 WHERE t.next_run_at <= statement_timestamp()
 RETURNING t.task;
 
+-- name: rotate_running
+-- One rotation of the running ring (migration 23, rotate_running()): the jobs still in the
+-- oldest segment move to the current one, and the oldest is truncated and becomes current.
+SELECT r.rotated, r.moved FROM :"schema".rotate_running() r;
+
 -- name: add_metrics
 -- One flush (docs/metrics.md): each series' stored total grows by its value. The rows come
 -- sorted by series, so that two flushes at once lock them in the same order.
@@ -1279,6 +1267,10 @@ WITH finished AS (
 ), counted_live AS (
   -- A dependent already available or running (retried with its dependencies met) counts too.
   UPDATE :"schema".live j SET waiting_for = greatest(coalesce(j.waiting_for, 0) - c.n, 0)
+  FROM counts c
+  WHERE j.id = c.job_id
+), counted_running AS (
+  UPDATE :"schema".running j SET waiting_for = greatest(coalesce(j.waiting_for, 0) - c.n, 0)
   FROM counts c
   WHERE j.id = c.job_id
 ), told AS (
