@@ -130,14 +130,15 @@ struct Queue::State {
 
   // When lease() last tried a turn at rotating the storage (guarded by mu). A try claims the
   // turn (one upsert) at most every kRotationTry; one process of all gets it per
-  // Queue::kRotationInterval.
+  // Queue::kRotationInterval. Counted from the Queue's opening, so that a process' first
+  // lease, whose latency is the time its first job waits, does not pay for a turn.
   static constexpr Duration kRotationTry = std::chrono::seconds(1);
-  std::optional<std::chrono::steady_clock::time_point> last_rotation_try;
+  std::chrono::steady_clock::time_point last_rotation_try = std::chrono::steady_clock::now();
   bool rotation_try_due() {
     if (options.read_only || !engine->storage_rotates()) return false;
     auto now = std::chrono::steady_clock::now();
     std::lock_guard lock(mu);
-    if (last_rotation_try && now - *last_rotation_try < kRotationTry) return false;
+    if (now - last_rotation_try < kRotationTry) return false;
     last_rotation_try = now;
     return true;
   }

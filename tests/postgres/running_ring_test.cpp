@@ -25,8 +25,9 @@ std::string current_segment(SqlConnection& db) {
   return db.scalar("SELECT (pg_sequence_last_value('readpast.running_cur') % 3)::text");
 }
 
-// The tests below rotate by hand. A Queue's first lease also takes a turn (the last test), and
-// then none for Queue::kRotationInterval, longer than any of them runs.
+// The tests below rotate by hand. A Queue's leases take a turn a second after it opened at the
+// earliest (the last test), and the first of them in a database rotates: each test leases
+// within that second, or expects what such a turn does.
 TEST_F(RunningRingTest, ARotationTruncatesSettledJobsAndMovesTheRunningOnes) {
   Queue queue = open();
   SqlConnection db = sql();
@@ -136,12 +137,18 @@ TEST_F(RunningRingTest, ASettleThatWaitedForARotationFindsItsJobMoved) {
 }
 
 // Leases rotate by themselves: of every process, one per Queue::kRotationInterval claims the
-// turn ("ring" in readpast.tasks) and rotates, and the others' leases leave it alone.
+// turn ("ring" in readpast.tasks) and rotates, and the others' leases leave it alone. Not the
+// first lease of a Queue just opened: a turn would delay its first job.
 TEST_F(RunningRingTest, LeasesTakeTurnsAtRotating) {
   Queue one = open();
   Queue other = open();
   SqlConnection db = sql();
   const std::string start = db.scalar("SELECT pg_sequence_last_value('readpast.running_cur')");
+  must(one.enqueue(job("q")));
+  ASSERT_EQ(must(one.lease({.queue = "q", .worker_id = "one"})).size(), 1u);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.tasks WHERE task = 'ring'"), "0")
+      << "a Queue's first lease took a turn";
+  std::this_thread::sleep_for(1100ms);
   must(one.enqueue(job("q")));
   ASSERT_EQ(must(one.lease({.queue = "q", .worker_id = "one"})).size(), 1u);
   EXPECT_EQ(db.scalar("SELECT pg_sequence_last_value('readpast.running_cur') - " + start), "1");
