@@ -136,6 +136,32 @@ TEST_F(RunningRingTest, ASettleThatWaitedForARotationFindsItsJobMoved) {
   EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.running"), "0");
 }
 
+// A rotation is one transaction, but the sequence it advances is not transactional: one that
+// dies before it commits (rolled back here, as a crash would) leaves its segment's jobs where
+// they were and the next segment current without having truncated it. Nothing is lost: every
+// job still settles, and the next rotations empty the segments as usual.
+TEST_F(RunningRingTest, ARotationThatDiesLosesNoJob) {
+  Queue queue = open();
+  SqlConnection db = sql();
+  for (int i = 0; i < 4; ++i) must(queue.enqueue(job("q")));
+  const auto leased = must(queue.lease({.queue = "q", .worker_id = "w", .max_jobs = 4}));
+  ASSERT_EQ(leased.size(), 4u);
+  must(queue.rotate_storage());
+  must(queue.rotate_storage());
+  SqlConnection rotation = sql();
+  rotation.exec("BEGIN");
+  ASSERT_EQ(rotation.scalar("SELECT moved FROM readpast.rotate_running()"), "4");
+  rotation.exec("ROLLBACK");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.running"), "4");
+  must(queue.complete(leased[0].id, *leased[0].lease_token));
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(must(queue.rotate_storage()).rotated);
+  for (std::size_t i = 1; i < leased.size(); ++i) {
+    must(queue.complete(leased[i].id, *leased[i].lease_token));
+  }
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM readpast.running"), "0");
+  for (const auto& l : leased) EXPECT_EQ(must(queue.get(l.id)).state, JobState::kSucceeded);
+}
+
 // Leases rotate by themselves: of every process, one per Queue::kRotationInterval claims the
 // turn ("ring" in readpast.tasks) and rotates, and the others' leases leave it alone. Not the
 // first lease of a Queue just opened: a turn would delay its first job.
