@@ -194,12 +194,12 @@ class Queue {
   // all doing the same work. `by` names the claimant (e.g. the worker id).
   Result<bool> claim_task(std::string_view task, Duration interval, std::string_view by);
 
-  // PostgreSQL keeps running jobs in a ring of segments (docs/postgres-storage.md, section 8):
-  // one rotation empties the oldest with TRUNCATE, which gives back the space of every job
-  // settled in it without vacuum, even while another session holds an old snapshot.
-  // lease() takes turns at it by itself: of every process, on any hosts, one rotates per
-  // kRotationInterval (claim_task "ring"), so nobody else needs to; this rotates now.
-  // On an engine whose storage does not rotate, it does nothing (rotated = false).
+  // PostgreSQL keeps running jobs in a ring of segments (docs/postgres.md, "Running jobs: a
+  // ring of three segments"): one rotation empties the oldest with TRUNCATE, which gives back
+  // the space of every job settled in it without vacuum, even while another session holds an
+  // old snapshot. lease() takes turns at it by itself: of every process, on any hosts, one
+  // rotates per kRotationInterval (claim_task "ring"), so nobody else needs to; this rotates
+  // now. On an engine whose storage does not rotate, it does nothing (rotated = false).
   static constexpr Duration kRotationInterval = std::chrono::seconds(10);
   Result<StorageRotation> rotate_storage();
 
