@@ -110,6 +110,18 @@ TEST_P(QueueTest, LeasesHeldAcrossStorageRotationsSettleAsBefore) {
   EXPECT_EQ(get(held[4].id).state, JobState::kSucceeded);
 }
 
+// A read-only Queue refuses to rotate, as it refuses every call that writes, on every engine
+// (QueueOptions::read_only), and the ring is left as it was.
+TEST_P(QueueTest, AReadOnlyQueueRefusesToRotateStorage) {
+  enqueue("q");
+  const Job held = lease_one("q");
+  QueueOptions options;
+  options.read_only = true;
+  Queue reader = open_another(options);
+  EXPECT_ERROR_CODE(reader.rotate_storage(), ErrorCode::kInvalidArgument);
+  ok(q().complete(held.id, *held.lease_token));
+}
+
 TEST_P(QueueTest, DoesNotCompleteWithAnInventedToken) {
   JobId id = enqueue("q");
   lease_one("q");
