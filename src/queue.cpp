@@ -715,6 +715,15 @@ Result<std::vector<FinishedCounts>> Queue::finished_since(TimePoint since,
   return state_->engine->finished_since(since, queue);
 }
 
+Result<StorageHealth> Queue::storage_health() {
+  auto health = state_->engine->storage_health();
+  if (!health) return health;
+  // By name in byte order on every engine (MariaDB's collation orders '_' after letters).
+  std::sort(health->sizes.begin(), health->sizes.end(),
+            [](const StorageSize& a, const StorageSize& b) { return a.relation < b.relation; });
+  return health;
+}
+
 Result<std::vector<QueueStats>> Queue::stats(std::optional<std::string_view> queue) {
   if (queue) {
     if (auto ok = validate_queue_name(*queue); !ok) return fail_with(ok.error());

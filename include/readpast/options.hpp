@@ -221,6 +221,41 @@ struct FinishedCounts {
   std::int64_t dead = 0;
 };
 
+// The oldest transaction or snapshot that keeps the database from reclaiming the space that
+// leased, settled and moved jobs leave behind (Queue::storage_health): on PostgreSQL what
+// vacuum's horizon waits for, on MariaDB what InnoDB's purge waits for. While one is held for
+// minutes, dead row versions pile up in every table (docs/postgres-storage.md, section 1).
+struct SnapshotHolder {
+  // "session", "replication slot" or "prepared transaction" (PostgreSQL); "connection"
+  // (MariaDB: the connection whose transaction is the oldest).
+  std::string kind;
+  std::optional<std::int64_t> pid;  // its server process (PostgreSQL) or connection id (MariaDB)
+  // Who it is: PostgreSQL's application_name, MariaDB's user@host, a slot's name; empty when
+  // the database does not say (another role's session without pg_read_all_stats).
+  std::string client;
+  std::string state;  // e.g. "idle in transaction", "active"; empty when not known
+  // How long its transaction has been open; nullopt when the database does not say (a
+  // replication slot, a walsender's feedback, another role's session).
+  std::optional<Duration> age;
+  // Transactions started since its snapshot (PostgreSQL's age(xmin)); nullopt on MariaDB.
+  std::optional<std::int64_t> transactions;
+};
+
+// What a table of the engine's storage takes on disk, indexes included (PostgreSQL: one row
+// per table, each segment of a ring its own; MariaDB: the estimate of information_schema;
+// SQLite: the database file and its write-ahead log).
+struct StorageSize {
+  std::string relation;
+  std::int64_t bytes = 0;
+};
+
+struct StorageHealth {
+  // nullopt: nothing holds an old snapshot, or the engine cannot tell (SQLite, whose readers
+  // do not say who they are; a held reader shows as a growing "wal").
+  std::optional<SnapshotHolder> oldest_snapshot;
+  std::vector<StorageSize> sizes;  // ordered by relation
+};
+
 // One stored metric series (Queue::metrics): the sum over every process that flushed it of
 // a count, or for a histogram's _sum of a time in microseconds (integers add exactly).
 struct MetricSample {

@@ -203,6 +203,12 @@ class Queue {
   static constexpr Duration kRotationInterval = std::chrono::seconds(10);
   Result<StorageRotation> rotate_storage();
 
+  // What keeps the database from reclaiming the space jobs leave behind, and how much each
+  // table of the storage takes now (StorageHealth): for `readpast metrics`, the worker's
+  // warning about a snapshot held for long (WorkerOptions::warn_snapshot_after) and
+  // `readpast stats`. A few catalog reads; allowed on a read-only Queue.
+  Result<StorageHealth> storage_health();
+
   // The database's clock.
   Result<TimePoint> now();
 

@@ -21,7 +21,10 @@ Command add_metrics_command(CLI::App& parent) {
       "readpast_queue_oldest_available_age_seconds, readpast_queue_paused); then the counters "
       "and histograms that workers and servers recorded and flushed to the database "
       "(readpast_jobs_completed_total, readpast_job_run_seconds and the rest of "
-      "docs/metrics.md), which outlive the jobs they count.");
+      "docs/metrics.md), which outlive the jobs they count; last, what each table of the "
+      "storage takes on disk (readpast_storage_bytes{relation}) and how old the oldest "
+      "snapshot is that keeps old rows from being reclaimed "
+      "(readpast_oldest_snapshot_age_seconds, readpast_oldest_snapshot_transactions).");
   app->add_option("QUEUE", *queue_name, "Only this queue");
   return {
       app, [queue_name](Session& session) -> CliStatus {
@@ -37,8 +40,11 @@ Command add_metrics_command(CLI::App& parent) {
         if (*queue_name) {
           std::erase_if(*recorded, [&](const MetricSample& m) { return m.queue != **queue_name; });
         }
+        auto health = queue->storage_health();
+        if (!health) return fail_cli(failure(health.error()));
         session.console().write_stdout(detail::prometheus_text(*stats) +
-                                       detail::prometheus_recorded_text(*recorded));
+                                       detail::prometheus_recorded_text(*recorded) +
+                                       detail::prometheus_storage_text(*health));
         return {};
       }};
 }

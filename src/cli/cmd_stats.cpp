@@ -13,6 +13,7 @@
 #include "cli/job_text.hpp"
 #include "cli/output_table.hpp"
 #include "cli/session.hpp"
+#include "core/snapshot_holder_text.hpp"
 #include "json/job_json.hpp"
 #include "readpast/worker.hpp"
 
@@ -41,6 +42,23 @@ std::string age_text(Duration age) {
 }
 
 using Align = Table::Align;
+
+// A snapshot held this long gets a note below the table (the worker's default warning age,
+// WorkerOptions::warn_snapshot_after).
+constexpr auto kSnapshotNoteAfter = std::chrono::minutes(1);
+
+// The note about the oldest snapshot when it has been held for long, else empty. A failure to
+// read it leaves the note out: the counts above it are what was asked for, and a role without
+// the rights to the catalog views still gets them.
+std::string snapshot_note(Queue& queue) {
+  auto health = queue.storage_health();
+  if (!health || !health->oldest_snapshot || !health->oldest_snapshot->age ||
+      *health->oldest_snapshot->age < kSnapshotNoteAfter) {
+    return {};
+  }
+  return "note: a snapshot held by " + detail::snapshot_holder_text(*health->oldest_snapshot) +
+         ", " + detail::kSnapshotHeldAdvice + "\n";
+}
 
 std::string rate_text(std::optional<double> rate) {
   if (!rate) return "-";
@@ -132,7 +150,7 @@ CliStatus watch(Session& session, const StatsArgs& args) {
                                      format_duration(*interval));
     // On a terminal the table is redrawn in place; into a pipe, one after the other.
     console.write_stdout((terminal ? "\x1b[H\x1b[2J" : std::string(refreshes > 0 ? "\n" : "")) +
-                         header + render_watch(*sample));
+                         header + render_watch(*sample) + snapshot_note(queue));
     std::unique_lock lock(mu);
     if (cv.wait_for(lock, *interval, [&] { return stop; })) break;
   }
@@ -210,6 +228,7 @@ CliStatus stats(Session& session, const StatsArgs& args) {
                    s.paused ? "yes" : "no", limits_text(s.limits)});
   }
   session.console().write_stdout(table.render());
+  if (auto note = snapshot_note(*queue); !note.empty()) session.console().write_stderr(note);
   return {};
 }
 
@@ -227,7 +246,9 @@ Command add_stats_command(CLI::App& parent) {
       "global limits ('readpast limit'). --watch "
       "redraws the table every --interval with the rates "
       "of jobs that succeeded and died per second (jobs deleted on completion, with a zero "
-      "retention, are not counted), until Ctrl-C.");
+      "retention, are not counted), until Ctrl-C. When a transaction has held the oldest "
+      "snapshot for a minute or more, a note names it (on stderr; below the table with "
+      "--watch): the database cannot reclaim old rows meanwhile.");
   app->add_option("QUEUE", args->queue, "Only this queue");
   app->add_flag("--json", args->json,
                 "Print {\"queues\": {NAME: {available, scheduled, running, expired, succeeded, "

@@ -79,6 +79,35 @@ std::string prometheus_text(const std::vector<QueueStats>& stats) {
   return out;
 }
 
+std::string prometheus_storage_text(const StorageHealth& health) {
+  std::string out =
+      "# HELP readpast_storage_bytes What each table of the storage takes on disk, indexes "
+      "included.\n# TYPE readpast_storage_bytes gauge\n";
+  for (const StorageSize& size : health.sizes) {
+    out += fmt::format("readpast_storage_bytes{{relation=\"{}\"}} {}\n",
+                       prometheus_label(size.relation), size.bytes);
+  }
+  if (!health.oldest_snapshot) return out;
+  const SnapshotHolder& holder = *health.oldest_snapshot;
+  if (holder.age) {
+    out += fmt::format(
+        "# HELP readpast_oldest_snapshot_age_seconds How long the transaction of the oldest "
+        "snapshot, which keeps old row versions from being reclaimed, has been open.\n"
+        "# TYPE readpast_oldest_snapshot_age_seconds gauge\n"
+        "readpast_oldest_snapshot_age_seconds {}\n",
+        std::chrono::duration<double>(*holder.age).count());
+  }
+  if (holder.transactions) {
+    out += fmt::format(
+        "# HELP readpast_oldest_snapshot_transactions Transactions started since the oldest "
+        "snapshot that keeps old row versions from being reclaimed.\n"
+        "# TYPE readpast_oldest_snapshot_transactions gauge\n"
+        "readpast_oldest_snapshot_transactions {}\n",
+        *holder.transactions);
+  }
+  return out;
+}
+
 namespace {
 
 std::string series_labels(const MetricSample& sample) {

@@ -221,6 +221,7 @@ class Engine {
   // rotate_storage() called.
   virtual bool storage_rotates() const { return false; }
   virtual Result<StorageRotation> rotate_storage() { return StorageRotation{}; }
+  virtual Result<StorageHealth> storage_health() = 0;
   virtual Result<TimePoint> now() = 0;
 
   // Adds each row's value to its series' stored total (creating it at the value); rows come

@@ -125,8 +125,11 @@ HttpResponse Server::Impl::metrics() {
   if (!stats) return error_response(stats.error());
   auto recorded = queue.metrics();
   if (!recorded) return error_response(recorded.error());
+  auto health = queue.storage_health();
+  if (!health) return error_response(health.error());
   std::string body = detail::prometheus_text(*stats);
   body += detail::prometheus_recorded_text(*recorded);
+  body += detail::prometheus_storage_text(*health);
   body += request_metrics.render(http ? http->in_flight() : 0);
   return {200, "text/plain; version=0.0.4; charset=utf-8", std::move(body), {}};
 }

@@ -2,6 +2,7 @@
 // stats --watch, JSON logs and the worker's retention options.
 #include <csignal>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -201,10 +202,16 @@ TEST_F(CliTest, MetricsArePrometheusText) {
       << r.out;
   EXPECT_NE(r.out.find("readpast_jobs_scheduled{queue=\"q\"} 1\n"), std::string::npos);
   EXPECT_NE(r.out.find("readpast_queue_paused{queue=\"q\"} 1\n"), std::string::npos);
+  // The storage: SQLite's database and its write-ahead log, each by its size.
+  EXPECT_NE(r.out.find("# TYPE readpast_storage_bytes gauge\n"), std::string::npos);
+  EXPECT_NE(r.out.find("readpast_storage_bytes{relation=\"database\"} "), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("readpast_storage_bytes{relation=\"wal\"} "), std::string::npos);
+  const std::regex sample(R"([a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? -?[0-9.e+]+)");
   for (const auto& line : lines_of(r.out)) {
     if (line.starts_with("#")) continue;
-    // name{labels} value
-    EXPECT_NE(line.find("} "), std::string::npos) << line;
+    // name{labels} value, or name value
+    EXPECT_TRUE(std::regex_match(line, sample)) << line;
   }
 }
 

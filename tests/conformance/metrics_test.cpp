@@ -169,3 +169,58 @@ TEST_P(QueueTest, WorkersReportThemselvesAndAreForgotten) {
 
 }  // namespace
 }  // namespace readpast::test
+
+namespace readpast::test {
+namespace {
+
+std::int64_t total_bytes(const StorageHealth& health) {
+  std::int64_t total = 0;
+  for (const StorageSize& size : health.sizes) total += size.bytes;
+  return total;
+}
+
+// Queue::storage_health on every engine: each table of the storage by name with its size, in
+// order, read by a read-only Queue too, and growing as jobs are stored. (Who holds the oldest
+// snapshot is each engine's own test, tests/postgres/storage_health_test.cpp and
+// tests/mariadb/storage_health_test.cpp: the suite cannot hold one the same way everywhere,
+// and SQLite's readers do not say who they are.)
+TEST_P(QueueTest, StorageHealthSaysWhatEachTableTakes) {
+  enqueue("q");
+  QueueOptions options;
+  options.read_only = true;
+  Queue reader = open_another(options);
+  const StorageHealth before = ok(reader.storage_health());
+  ASSERT_FALSE(before.sizes.empty());
+  for (std::size_t i = 0; i < before.sizes.size(); ++i) {
+    EXPECT_FALSE(before.sizes[i].relation.empty());
+    EXPECT_GE(before.sizes[i].bytes, 0) << before.sizes[i].relation;
+    if (i > 0) {
+      EXPECT_LT(before.sizes[i - 1].relation, before.sizes[i].relation);
+    }
+  }
+  // 2 MB of payloads: more than any engine keeps in the pages it had. Letters that do not
+  // repeat, or PostgreSQL would compress them to nothing.
+  std::vector<NewJob> jobs;
+  std::uint32_t seed = 12345;
+  for (int i = 0; i < 500; ++i) {
+    std::string payload(4000, ' ');
+    for (char& c : payload) {
+      seed = seed * 1664525u + 1013904223u;
+      c = static_cast<char>('a' + (seed >> 24) % 26);
+    }
+    jobs.push_back(new_job("q", std::move(payload)));
+  }
+  ok(q().enqueue_batch(jobs));
+  // MariaDB's sizes are InnoDB's statistics, which a background thread recomputes at most
+  // every 10 s after a change: read them again for a while.
+  const auto give_up = std::chrono::steady_clock::now() + 3 * kPatience;
+  std::int64_t after = total_bytes(ok(reader.storage_health()));
+  while (after <= total_bytes(before) + 1'000'000 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(100ms);
+    after = total_bytes(ok(reader.storage_health()));
+  }
+  EXPECT_GT(after, total_bytes(before) + 1'000'000);
+}
+
+}  // namespace
+}  // namespace readpast::test

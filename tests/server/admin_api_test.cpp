@@ -235,7 +235,8 @@ TEST_P(AdminApiTest, MetricsArePrometheusTextAndHealthzAsksTheDatabase) {
        {"# TYPE readpast_jobs gauge\n", "readpast_jobs{queue=\"m\",state=\"available\"} 2\n",
         "readpast_jobs{queue=\"m\",state=\"dead\"} 1\n", "readpast_queue_paused{queue=\"m\"} 1\n",
         "readpast_queue_oldest_available_age_seconds{queue=\"m\"} ",
-        "readpast_http_requests_total{code=\"201\"} 3\n", "readpast_http_requests_in_flight 1\n"}) {
+        "readpast_http_requests_total{code=\"201\"} 3\n", "readpast_http_requests_in_flight 1\n",
+        "# TYPE readpast_storage_bytes gauge\n", "readpast_storage_bytes{relation=\""}) {
     EXPECT_NE(metrics.body.find(line), std::string::npos) << line << "\n" << metrics.body;
   }
   Reply health = get("/healthz");

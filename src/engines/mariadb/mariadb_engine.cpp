@@ -1290,6 +1290,34 @@ class MariadbEngine final : public Engine {
         });
   }
 
+  Result<StorageHealth> storage_health() override {
+    return with_connection<StorageHealth>(true, [&](Connection& c) -> Result<StorageHealth> {
+      StorageHealth health;
+      auto oldest = c.query(sql::oldest_transaction::text);
+      if (oldest) {
+        if (oldest->size() == 1) {
+          SnapshotHolder holder;
+          holder.kind = "connection";
+          holder.pid = oldest->optional_int64(0, 0);
+          holder.client = oldest->optional_text(0, 1).value_or("");
+          holder.state = oldest->optional_text(0, 2).value_or("");
+          if (auto us = oldest->optional_int64(0, 3)) holder.age = Duration(*us);
+          health.oldest_snapshot = std::move(holder);
+        }
+      } else if (c.last_errno() != ER_SPECIFIC_ACCESS_DENIED_ERROR) {
+        // Without the PROCESS privilege INNODB_TRX is closed: no holder is known.
+        return fail_with(oldest.error());
+      }
+      auto sizes = c.query(sql::storage_sizes::text);
+      if (!sizes) return fail_with(sizes.error());
+      for (std::size_t r = 0; r < sizes->size(); ++r) {
+        health.sizes.push_back(
+            {.relation = std::string(sizes->text(r, 0)), .bytes = sizes->int64(r, 1)});
+      }
+      return health;
+    });
+  }
+
   Result<TimePoint> now() override {
     return with_connection<TimePoint>(true, [&](Connection& c) -> Result<TimePoint> {
       auto rows = c.query(sql::server_now::text);

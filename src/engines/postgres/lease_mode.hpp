@@ -9,8 +9,8 @@
 // already leased and settled: every lease walks all of them (5% of clean throughput after a
 // 10-minute hold, docs/benchmarks.md). Lanes read from frontiers pass only what was leased
 // since, but cost more per lease while the head is clean (run 36). So the engine reads how old
-// the oldest snapshot is (sql/statements.sql, horizon) every kProbeEvery, and leases from lanes
-// while one is held:
+// the oldest snapshot is (sql/statements.sql, oldest_snapshot) every kProbeEvery, and leases from
+// lanes while one is held:
 //   - on, once the same oldest snapshot has held for kHeldFor with kHeldAge or more
 //     transactions assigned since it was taken: both, so that neither a burst of writes past a
 //     short transaction nor a quiet database with an old idle reader switches;

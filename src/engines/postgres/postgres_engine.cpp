@@ -127,6 +127,10 @@ Result<EngineSettings> engine_settings(const DatabaseUrl& url, const pg::Connect
   return settings;
 }
 
+// Columns of oldest_snapshot (sql/statements.sql) beyond the holder's: the transactions
+// assigned since its xmin, and the xmin.
+constexpr int kOldestTransactions = 5;
+constexpr int kOldestXmin = 6;
 // Rows per statement of a rescue or a purge, so that each stays short.
 constexpr int kRescueBatch = 5000;
 constexpr int kPurgeBatch = 5000;
@@ -362,9 +366,15 @@ class PostgresEngine final : public Engine {
   void probe_horizon_when_due() {
     const auto now = std::chrono::steady_clock::now();
     if (!mode_.claim_probe(now)) return;
-    auto rows = exec(sql_.horizon, Params(pg::sql::horizon::param_count));
-    if (!rows || rows->size() != 1) return;
-    act_on(mode_.observe(rows->int8(0, 0), rows->optional_int8(0, 1), now));
+    using S = pg::sql::oldest_snapshot;
+    auto rows = exec(sql_.oldest_snapshot, Params(S::param_count));
+    if (!rows) return;
+    if (rows->size() == 0) {
+      act_on(mode_.observe(0, std::nullopt, now));
+      return;
+    }
+    act_on(mode_.observe(rows->int8(0, kOldestTransactions), rows->optional_int8(0, kOldestXmin),
+                         now));
   }
 
   // Does what a change of LeaseMode asks of the frontiers; `queue` is the one whose lease
@@ -1009,6 +1019,29 @@ class PostgresEngine final : public Engine {
                                           .text(S::claimed_by, sanitize_utf8(by)));
     if (!rows) return fail_with(rows.error());
     return rows->size() == 1;
+  }
+
+  Result<StorageHealth> storage_health() override {
+    StorageHealth health;
+    auto oldest = exec(sql_.oldest_snapshot, Params(pg::sql::oldest_snapshot::param_count));
+    if (!oldest) return fail_with(oldest.error());
+    if (oldest->size() == 1) {
+      const auto& r = *oldest;
+      SnapshotHolder holder;
+      holder.kind = r.text(0, 0);
+      holder.pid = r.optional_int8(0, 1);
+      holder.client = r.optional_text(0, 2).value_or("");
+      holder.state = r.optional_text(0, 3).value_or("");
+      if (auto us = r.optional_int8(0, 4)) holder.age = Duration(*us);
+      holder.transactions = r.optional_int8(0, kOldestTransactions);
+      health.oldest_snapshot = std::move(holder);
+    }
+    auto sizes = exec(sql_.storage_sizes, Params(pg::sql::storage_sizes::param_count));
+    if (!sizes) return fail_with(sizes.error());
+    for (int r = 0; r < sizes->size(); ++r) {
+      health.sizes.push_back({.relation = sizes->text(r, 0), .bytes = sizes->int8(r, 1)});
+    }
+    return health;
   }
 
   bool storage_rotates() const override { return true; }

@@ -66,7 +66,7 @@ struct Sql {
   Statement lease;
   // The lease and the probe of LeaseMode (lease_mode.hpp) while a snapshot is held.
   Statement lease_lanes;
-  Statement horizon;
+  Statement oldest_snapshot;
   Statement complete;
   Statement complete_delete;
   Statement fail;
@@ -106,6 +106,7 @@ struct Sql {
   Statement enqueue_schedule_now;
   Statement claim_task;
   Statement rotate_running;
+  Statement storage_sizes;
   Statement add_metrics;
   Statement read_metrics;
   Statement upsert_worker;

@@ -40,6 +40,30 @@ SELECT RELEASE_LOCK(CONCAT('readpast_migrate.', DATABASE()));
 -- name: server_now
 SELECT CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED);
 
+-- name: oldest_transaction
+-- The InnoDB transaction open the longest, but this connection's (Queue::storage_health): while
+-- it is open, purge keeps every old row version it might read and the undo history grows (a
+-- REPEATABLE READ snapshot, mysqldump --single-transaction, a connection idle in a
+-- transaction). INNODB_TRX needs the PROCESS privilege; without it the engine says nothing of
+-- a holder. trx_mysql_thread_id is the connection id that SHOW PROCESSLIST and KILL take.
+-- InnoDB refreshes what INNODB_TRX shows at most every 100 ms.
+SELECT t.trx_mysql_thread_id, concat(p.user, '@', p.host),
+       CASE p.command WHEN 'Sleep' THEN 'idle in transaction' WHEN 'Query' THEN 'active'
+                      ELSE lower(coalesce(p.command, '')) END,
+       timestampdiff(MICROSECOND, t.trx_started, now(6))
+FROM information_schema.innodb_trx t
+LEFT JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id
+WHERE t.trx_mysql_thread_id <> connection_id()
+ORDER BY t.trx_started
+LIMIT 1;
+
+-- name: storage_sizes
+-- What each readpast table takes, data and indexes, as information_schema estimates it.
+SELECT table_name, coalesce(data_length, 0) + coalesce(index_length, 0)
+FROM information_schema.tables
+WHERE table_schema = DATABASE() AND table_name LIKE 'readpast!_%' ESCAPE '!'
+ORDER BY table_name;
+
 -- name: find_unique_holder
 -- Along readpast_jobs_unique: live_key is the unique key of a live job only.
 SELECT id FROM readpast_jobs WHERE queue = :queue AND live_key = :unique_key;

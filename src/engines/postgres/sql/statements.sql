@@ -288,38 +288,58 @@ SELECT * FROM :"schema".lease_lanes(:queue::text, :worker::text, :lease_us::bigi
   :lane_run_at::timestamptz[], :lane_id::bigint[], :lane_marks_from::bigint[],
   :max_jobs::integer);
 
--- name: horizon
--- How old the oldest snapshot is that keeps vacuum from removing row versions, in
--- transactions (age: how many transaction ids were assigned since), and that snapshot's xmin:
--- a session's (a long query, an open REPEATABLE READ transaction, pg_dump, a standby's
--- hot_standby_feedback through its walsender), a replication slot's, a prepared transaction's.
--- Only those of this database, and those of no database (a walsender, a physical slot):
--- another database's snapshots hold back no vacuum of this one's tables.
--- Autovacuum's own snapshot holds back no other vacuum and is left out (its backend_type is
--- visible to a superuser or a member of pg_read_all_stats; to other roles a long autovacuum
--- looks like a reader). One row; 0 and NULL when nothing holds anything back.
--- The engine reads it every LeaseMode::kProbeEvery (lease_mode.hpp).
-SELECT coalesce(h.age, 0)::bigint, h.xmin::text::bigint
+-- name: oldest_snapshot
+-- The oldest snapshot that keeps vacuum from removing row versions, and who holds it: a
+-- session's (a long query, an open REPEATABLE READ transaction, pg_dump, a standby's
+-- hot_standby_feedback through its walsender; a session's own transaction id counts as well
+-- as its snapshot, whichever is older), a replication slot's, a prepared transaction's. Only
+-- those of this database, and those of no database (a walsender, a physical slot): another
+-- database's snapshots hold back no vacuum of this one's tables. The caller's own session is
+-- left out, and so is autovacuum's snapshot, which holds back no other vacuum (its
+-- backend_type is visible to a superuser or a member of pg_read_all_stats; to other roles a
+-- long autovacuum looks like a reader; so are application_name, state and xact_start, NULL
+-- for another role's session).
+-- transactions: how many transaction ids were assigned since (age of its xmin); age_us: how
+-- long its transaction has been open (a prepared one: since it was prepared). No row: nothing
+-- holds a snapshot.
+-- Read every LeaseMode::kProbeEvery by the engine (lease_mode.hpp), and by
+-- Queue::storage_health.
+SELECT h.kind, h.pid::bigint, h.client, h.state,
+       (extract(epoch FROM statement_timestamp() - h.began) * 1000000)::bigint AS age_us,
+       age(h.xmin)::bigint AS transactions, h.xmin::text::bigint AS xmin
 FROM (
-  SELECT age(x.xmin) AS age, x.xmin FROM (
-    SELECT a.backend_xmin AS xmin FROM pg_catalog.pg_stat_activity a
-    WHERE a.backend_xmin IS NOT NULL AND a.backend_type IS DISTINCT FROM 'autovacuum worker'
-      AND (a.datname IS NULL OR a.datname = current_database())
-    UNION ALL
-    SELECT a.backend_xid FROM pg_catalog.pg_stat_activity a
-    WHERE a.backend_xid IS NOT NULL AND a.backend_type IS DISTINCT FROM 'autovacuum worker'
-      AND (a.datname IS NULL OR a.datname = current_database())
-    UNION ALL
-    SELECT s.xmin FROM pg_catalog.pg_replication_slots s
-    WHERE s.xmin IS NOT NULL AND (s.database IS NULL OR s.database = current_database())
-    UNION ALL
-    SELECT p.transaction FROM pg_catalog.pg_prepared_xacts p
-    WHERE p.database = current_database()
-  ) x
-  ORDER BY age(x.xmin) DESC
-  LIMIT 1
+  SELECT 'session' AS kind, a.pid, a.application_name AS client, a.state,
+         a.xact_start AS began,
+         CASE WHEN a.backend_xid IS NULL THEN a.backend_xmin
+              WHEN a.backend_xmin IS NULL THEN a.backend_xid
+              WHEN age(a.backend_xid) > age(a.backend_xmin) THEN a.backend_xid
+              ELSE a.backend_xmin END AS xmin
+  FROM pg_catalog.pg_stat_activity a
+  WHERE (a.backend_xmin IS NOT NULL OR a.backend_xid IS NOT NULL)
+    AND a.backend_type IS DISTINCT FROM 'autovacuum worker'
+    AND a.pid <> pg_catalog.pg_backend_pid()
+    AND (a.datname IS NULL OR a.datname = current_database())
+  UNION ALL
+  SELECT 'replication slot', s.active_pid, s.slot_name::text,
+         CASE WHEN s.active THEN 'active' ELSE 'inactive' END, NULL, s.xmin
+  FROM pg_catalog.pg_replication_slots s
+  WHERE s.xmin IS NOT NULL AND (s.database IS NULL OR s.database = current_database())
+  UNION ALL
+  SELECT 'prepared transaction', NULL, p.gid, 'prepared', p.prepared, p.transaction
+  FROM pg_catalog.pg_prepared_xacts p
+  WHERE p.database = current_database()
 ) h
-RIGHT JOIN (SELECT 1) one ON true;
+ORDER BY age(h.xmin) DESC
+LIMIT 1;
+
+-- name: storage_sizes
+-- What each table of the schema takes on disk, with its indexes and TOAST (Queue::
+-- storage_health): every plain table and each segment of a ring (a partitioned parent holds
+-- nothing itself). Sizes are read from the files, without locks.
+SELECT c.relname::text, pg_catalog.pg_total_relation_size(c.oid)
+FROM pg_catalog.pg_class c
+WHERE c.relnamespace = ':"schema"'::regnamespace AND c.relkind = 'r'
+ORDER BY c.relname;
 
 -- name: complete
 -- Every settling statement is fenced: it changes a row only while the row is running

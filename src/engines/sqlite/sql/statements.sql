@@ -554,6 +554,11 @@ INSERT INTO readpast_metrics (name, queue, label, label_value, value)
   ON CONFLICT (name, queue, label, label_value) DO UPDATE
   SET value = readpast_metrics.value + excluded.value;
 
+-- name: database_bytes
+-- The database's size in its committed state (Queue::storage_health): its pages, in use and
+-- free, whether they are in the file yet or still only in the write-ahead log.
+SELECT c.page_count * s.page_size FROM pragma_page_count() c, pragma_page_size() s;
+
 -- name: read_metrics
 SELECT name, queue, label, label_value, value FROM readpast_metrics
   ORDER BY name, queue, label, label_value;

@@ -1,0 +1,22 @@
+// core/snapshot_holder_text.hpp — the oldest snapshot's holder (StorageHealth) in one line, for
+// the worker's warning and `readpast stats`:
+//   session 4242 (psql, idle in transaction), open for 6m12s, 120034 transactions ago
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+
+#include "readpast/options.hpp"
+
+namespace readpast::detail {
+
+std::string snapshot_holder_text(const SnapshotHolder& holder);
+
+// What keeping that snapshot costs, and what ends it, after snapshot_holder_text.
+inline constexpr const char* kSnapshotHeldAdvice =
+    "keeps the database from reclaiming the rows that leased and finished jobs leave behind, "
+    "and the queue slows down as they pile up; end that transaction (docs/metrics.md, "
+    "\"The oldest snapshot\")";
+
+}  // namespace readpast::detail
