@@ -133,6 +133,12 @@ struct WorkerOptions {
   // Take turns with other workers at deleting finished jobs of the handled queues past
   // their retention (QueueOptions::retention), this often. nullopt: never. Default: 1 min.
   std::optional<Duration> retention_interval = std::chrono::minutes(1);
+  // Take turns with other workers (one of all per turn, claim_task "snapshot_watch") at
+  // looking for a transaction that has held the oldest snapshot this long, and warn about it
+  // (event "snapshot_held", naming it) once per turn while it lasts: such a snapshot keeps
+  // the database from reclaiming what leased and finished jobs leave behind
+  // (Queue::storage_health, docs/metrics.md). nullopt: never. Default: 1 min.
+  std::optional<Duration> warn_snapshot_after = std::chrono::minutes(1);
   // Where log events go. Default: the Queue's logger (QueueOptions::logger).
   Logger logger{};
   // Events below this level are not even built: a job's start and its success are kDebug,

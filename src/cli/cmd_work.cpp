@@ -45,6 +45,7 @@ struct WorkArgs {
   std::optional<std::string> backoff_cap;
   RetentionArgs retention;
   bool no_schedules = false;
+  std::string warn_snapshot_after = "1m";
   bool no_progress = false;
   bool pass_db_password = false;
 };
@@ -127,6 +128,16 @@ CliResult<WorkPlan> plan(const WorkArgs& args) {
   auto retention = parse_retention(args.retention);
   if (!retention) return fail_cli(retention.error());
   plan.queue.retention = *retention;
+  if (args.warn_snapshot_after == "off") {
+    plan.worker.warn_snapshot_after = std::nullopt;
+  } else {
+    auto after = parse_positive_duration_arg("--warn-snapshot-after", args.warn_snapshot_after);
+    if (!after) return fail_cli(after.error());
+    if (*after < std::chrono::seconds(1)) {
+      return fail_cli(usage_error("--warn-snapshot-after: at least 1s, or off"));
+    }
+    plan.worker.warn_snapshot_after = *after;
+  }
   return plan;
 }
 
@@ -285,6 +296,11 @@ Command add_work_command(CLI::App& parent) {
   add_retention_options(*app, args->retention);
   app->add_flag("--no-schedules", args->no_schedules,
                 "Do not enqueue the ticks of periodic schedules in this worker");
+  app->add_option("--warn-snapshot-after", args->warn_snapshot_after,
+                  "Warn (event snapshot_held) while a transaction has held the oldest snapshot "
+                  "this long, naming it: the database cannot reclaim old rows meanwhile; one "
+                  "worker of all looks, once per DUR; 'off': never (default: 1m)")
+      ->type_name("DUR|off");
   app->add_flag("--no-progress", args->no_progress,
                 "No live progress line (shown only when stderr is a terminal)");
   app->add_flag("--pass-db-password", args->pass_db_password,

@@ -74,8 +74,8 @@ spdlog::level::level_enum spdlog_level(LogLevel level) {
 // carries every value as text; these are written as JSON numbers, so that a log pipeline
 // can compare and sum them without a cast. A field is a number by its name, never by its
 // look: a queue or worker may well be called "42", and stays a string.
-constexpr std::array<std::string_view, 4> kNumberFields = {"job_id", "attempt", "duration_ms",
-                                                           "removed"};
+constexpr std::array<std::string_view, 7> kNumberFields = {
+    "job_id", "attempt", "duration_ms", "removed", "pid", "age_seconds", "transactions"};
 
 nlohmann::ordered_json field_value(std::string_view key, const std::string& value) {
   if (std::find(kNumberFields.begin(), kNumberFields.end(), key) == kNumberFields.end()) {

@@ -229,7 +229,7 @@ Status Runtime::run() {
   threads.start([this] { heartbeat_loop(); });
   threads.start([this] { timer_loop(); });
   threads.start([this] { report_loop(); });
-  if (options_.run_schedules || options_.retention_interval) {
+  if (options_.run_schedules || options_.retention_interval || options_.warn_snapshot_after) {
     threads.start([this] { maintenance_loop(); });
   }
 
@@ -936,13 +936,16 @@ void Runtime::report_loop() {
   (void)queue_.forget_worker(process.name);
 }
 
-// --- maintenance: schedules and retention ---
+// --- maintenance: schedules, retention and the snapshot watch ---
 
 void Runtime::maintenance_loop() {
   auto next_schedule = Clock::now();
   // Per lane: each queue's claim returns at its own time (after the passes of the queues
   // before it), and its next try is counted from then (retention_turn.hpp).
   std::vector<Clock::time_point> next_retention(lanes_.size(), Clock::now());
+  std::optional<SnapshotWatch> snapshot_watch;
+  auto next_snapshot_watch = Clock::now();
+  if (options_.warn_snapshot_after) snapshot_watch.emplace(*options_.warn_snapshot_after);
   for (;;) {
     {
       std::unique_lock lock(mu_);
@@ -951,6 +954,7 @@ void Runtime::maintenance_loop() {
       if (options_.retention_interval) {
         wake = std::min(wake, *std::min_element(next_retention.begin(), next_retention.end()));
       }
+      if (snapshot_watch) wake = std::min(wake, next_snapshot_watch);
       cv_.wait_until(lock, wake,
                      [&] { return threads_exit_ || stop_phase_ != StopPhase::kRunning; });
       if (threads_exit_ || stop_phase_ != StopPhase::kRunning) return;
@@ -994,7 +998,43 @@ void Runtime::maintenance_loop() {
       }
     }
     if (options_.retention_interval) run_retention(next_retention);
+    if (snapshot_watch && Clock::now() >= next_snapshot_watch) {
+      next_snapshot_watch = watch_snapshots(*snapshot_watch);
+    }
   }
+}
+
+Runtime::Clock::time_point Runtime::watch_snapshots(SnapshotWatch& watch) {
+  // A turn per interval of all processes, at most one a second: the claim is one upsert, the
+  // look a read of pg_stat_activity and the catalog.
+  const Duration interval =
+      std::max<Duration>(*options_.warn_snapshot_after, std::chrono::seconds(1));
+  auto claimed = queue_.claim_task("snapshot_watch", interval, options_.worker_id);
+  const auto next = Clock::now() + interval;
+  if (!claimed || !*claimed) return next;  // another's turn, or the database is away
+  auto health = queue_.storage_health();
+  if (!health) {
+    log(LogLevel::kWarn, "cannot read the storage's health: " + health.error().message,
+        {{"event", "snapshot_watch_error"}, {"error", health.error().message}});
+    return next;
+  }
+  if (auto warning = watch.observe(*health, Clock::now())) {
+    const SnapshotHolder& holder = *health->oldest_snapshot;
+    std::vector<std::pair<std::string, std::string>> fields{{"event", "snapshot_held"},
+                                                            {"kind", holder.kind}};
+    if (holder.pid) fields.emplace_back("pid", std::to_string(*holder.pid));
+    if (!holder.client.empty()) fields.emplace_back("client", holder.client);
+    if (!holder.state.empty()) fields.emplace_back("state", holder.state);
+    if (holder.age) {
+      fields.emplace_back(
+          "age_seconds",
+          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(*holder.age).count()));
+    }
+    if (holder.transactions)
+      fields.emplace_back("transactions", std::to_string(*holder.transactions));
+    log(LogLevel::kWarn, std::move(*warning), std::move(fields));
+  }
+  return next;
 }
 
 void Runtime::run_retention(std::vector<Clock::time_point>& next_retention) {

@@ -68,6 +68,7 @@
 #include "readpast/queue.hpp"
 #include "readpast/worker.hpp"
 #include "worker/outage_log.hpp"
+#include "worker/snapshot_watch.hpp"
 
 namespace readpast::worker {
 
@@ -180,6 +181,8 @@ class Runtime {
   WorkerProcess describe_process() const;
   // Takes the retention turn of each lane whose next try has come; sets its next try.
   void run_retention(std::vector<Clock::time_point>& next_retention);
+  // One turn at SnapshotWatch; returns when to take the next.
+  Clock::time_point watch_snapshots(SnapshotWatch& watch);
 
   // Sleeps for `duration` or until a stop is requested. REQUIRES: mu_ not held.
   void sleep_unless_stopping(Duration duration);

@@ -170,6 +170,61 @@ std::string percent_encoded(const std::string& url) {
 
 // An idle `readpast work` process starts a job that another process enqueued within
 // 100 ms: LISTEN/NOTIFY wakes it, no poll interval in between.
+// A snapshot held for a minute (the note's threshold; the test waits it out once): `readpast
+// stats` names its session on stderr below the table, `readpast metrics` gives its age, and
+// `readpast work` warns about it.
+TEST(CliPostgresTest, StatsNamesASnapshotHeldForAMinuteAndMetricsGiveItsAge) {
+  const std::string url = PostgresServer::shared().fresh_database_url();
+  TempDir dir;
+  auto rp = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--db", url});
+    return run_readpast(dir.path(), args);
+  };
+  ASSERT_EQ(rp({"init"}).exit_code, 0);
+  ASSERT_EQ(rp({"enqueue", "q", "x"}).exit_code, 0);
+  std::unique_ptr<PGconn, decltype(&PQfinish)> holder(PQconnectdb(url.c_str()), &PQfinish);
+  ASSERT_EQ(PQstatus(holder.get()), CONNECTION_OK);
+  for (const char* sql :
+       {"BEGIN ISOLATION LEVEL REPEATABLE READ", "SET LOCAL application_name = 'nightly-report'",
+        "SELECT count(*) FROM readpast.jobs"}) {
+    std::unique_ptr<PGresult, decltype(&PQclear)> done(PQexec(holder.get(), sql), &PQclear);
+    ASSERT_NE(PQresultStatus(done.get()), PGRES_FATAL_ERROR) << PQerrorMessage(holder.get());
+  }
+  auto young = rp({"stats"});
+  ASSERT_EQ(young.exit_code, 0) << young.err;
+  EXPECT_EQ(young.err, "") << "a note about a snapshot held for less than a minute";
+
+  std::this_thread::sleep_for(std::chrono::seconds(61));
+  auto stats = rp({"stats"});
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  EXPECT_NE(stats.out.find("QUEUE"), std::string::npos) << stats.out;
+  EXPECT_EQ(stats.err.rfind("note: a snapshot held by session ", 0), 0u) << stats.err;
+  EXPECT_NE(stats.err.find("(nightly-report, idle in transaction), open for 1m"), std::string::npos)
+      << stats.err;
+  EXPECT_EQ(std::count(stats.err.begin(), stats.err.end(), '\n'), 1) << stats.err;
+
+  auto metrics = rp({"metrics"});
+  ASSERT_EQ(metrics.exit_code, 0) << metrics.err;
+  const std::string series = "\nreadpast_oldest_snapshot_age_seconds ";
+  const auto at = metrics.out.find(series);
+  ASSERT_NE(at, std::string::npos) << metrics.out;
+  EXPECT_GE(std::stod(metrics.out.substr(at + series.size())), 60.0);
+  EXPECT_NE(metrics.out.find("\nreadpast_storage_bytes{relation=\"running_0\"} "),
+            std::string::npos);
+  // The worker warns at its first look, with --warn-snapshot-after; not with off.
+  // (A job of a second: the drain outlasts the worker's first look.)
+  auto work = rp({"work", "q", "--drain", "--no-progress", "--warn-snapshot-after", "1s", "--exec",
+                  "sleep 1"});
+  ASSERT_EQ(work.exit_code, 0) << work.err;
+  EXPECT_NE(work.err.find("a snapshot held by session "), std::string::npos) << work.err;
+  ASSERT_EQ(rp({"enqueue", "q", "y"}).exit_code, 0);
+  auto quiet = rp(
+      {"work", "q", "--drain", "--no-progress", "--warn-snapshot-after", "off", "--exec", "true"});
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err.find("snapshot"), std::string::npos) << quiet.err;
+  std::unique_ptr<PGresult, decltype(&PQclear)> done(PQexec(holder.get(), "COMMIT"), &PQclear);
+}
+
 TEST(CliPostgresTest, AnIdleWorkerProcessStartsAJobEnqueuedElsewhereWithin100ms) {
   const std::string url = PostgresServer::shared().fresh_database_url();
   auto latencies = idle_worker_latencies_ms(url, url);
