@@ -14,6 +14,7 @@
 #include "core/log.hpp"
 #include "core/queue_metrics.hpp"
 #include "core/schedule_spec.hpp"
+#include "core/snapshot_holder_text.hpp"
 #include "core/url.hpp"
 #include "core/utf8.hpp"
 #include "core/validate.hpp"
@@ -153,7 +154,34 @@ struct Queue::State {
       detail::emit(options.logger, LogLevel::kWarn,
                    "cannot rotate the running jobs' storage: " + rotation.error().message,
                    {{"event", "rotation_error"}, {"error", rotation.error().message}});
+      return;
     }
+    if (rotation->blocked_by) say_rotation_blocked(*rotation->blocked_by);
+  }
+
+  // A turn found the segment to empty held by a long transaction: the ring stops turning until
+  // it ends, and its segments are cleaned by autovacuum only, which a held snapshot stops too.
+  // Said once the holder's transaction is older than a rotation interval (a transaction of a
+  // few seconds only delays one turn), at most every kRotationBlockedSaid per process.
+  static constexpr Duration kRotationBlockedSaid = std::chrono::minutes(1);
+  std::optional<std::chrono::steady_clock::time_point> rotation_blocked_said;  // guarded by mu
+  void say_rotation_blocked(const SnapshotHolder& holder) {
+    if (!holder.age || *holder.age < Queue::kRotationInterval) return;
+    const auto now = std::chrono::steady_clock::now();
+    {
+      std::lock_guard lock(mu);
+      if (rotation_blocked_said && now - *rotation_blocked_said < kRotationBlockedSaid) return;
+      rotation_blocked_said = now;
+    }
+    detail::LogFields fields{{"event", "rotation_blocked"}};
+    for (auto& field : detail::snapshot_holder_fields(holder)) fields.push_back(std::move(field));
+    detail::emit(
+        options.logger, LogLevel::kWarn,
+        "the running jobs' storage cannot rotate: " + detail::snapshot_holder_text(holder) +
+            " holds the segment to empty; until that transaction ends, the rows of "
+            "settled jobs are reclaimed by autovacuum only (docs/postgres.md, "
+            "\"Running jobs: a ring of three segments\")",
+        std::move(fields));
   }
 
   // True when the queue's expired leases are due for a rescue; marks it done.

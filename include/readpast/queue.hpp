@@ -61,6 +61,10 @@ struct StorageRotation {
   bool rotated = false;
   // Jobs still running in the emptied segment, moved to the current one.
   std::int64_t moved = 0;
+  // When it did not rotate: the session whose transaction, open for over a second, holds a
+  // lock on the segment to empty (described as StorageHealth describes a snapshot's holder);
+  // nullopt when only short transactions were in the way, or the engine cannot tell.
+  std::optional<SnapshotHolder> blocked_by;
 };
 
 class Queue {

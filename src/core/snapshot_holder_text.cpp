@@ -19,4 +19,20 @@ std::string snapshot_holder_text(const SnapshotHolder& holder) {
   return out;
 }
 
+std::vector<std::pair<std::string, std::string>> snapshot_holder_fields(
+    const SnapshotHolder& holder) {
+  std::vector<std::pair<std::string, std::string>> fields{{"kind", holder.kind}};
+  if (holder.pid) fields.emplace_back("pid", std::to_string(*holder.pid));
+  if (!holder.client.empty()) fields.emplace_back("client", holder.client);
+  if (!holder.state.empty()) fields.emplace_back("state", holder.state);
+  if (holder.age) {
+    fields.emplace_back(
+        "age_seconds",
+        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(*holder.age).count()));
+  }
+  if (holder.transactions)
+    fields.emplace_back("transactions", std::to_string(*holder.transactions));
+  return fields;
+}
+
 }  // namespace readpast::detail

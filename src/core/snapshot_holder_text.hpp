@@ -6,12 +6,19 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "readpast/options.hpp"
 
 namespace readpast::detail {
 
 std::string snapshot_holder_text(const SnapshotHolder& holder);
+
+// The same as a log event's fields: kind, and those of pid, client, state, age_seconds (whole
+// seconds) and transactions that are known.
+std::vector<std::pair<std::string, std::string>> snapshot_holder_fields(
+    const SnapshotHolder& holder);
 
 // What keeping that snapshot costs, and what ends it, after snapshot_holder_text.
 inline constexpr const char* kSnapshotHeldAdvice =

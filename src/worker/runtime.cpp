@@ -10,6 +10,7 @@
 
 #include "core/log.hpp"
 #include "core/schedule_spec.hpp"
+#include "core/snapshot_holder_text.hpp"
 #include "worker/host_name.hpp"
 #include "worker/refill.hpp"
 #include "worker/retention_turn.hpp"
@@ -1019,19 +1020,10 @@ Runtime::Clock::time_point Runtime::watch_snapshots(SnapshotWatch& watch) {
     return next;
   }
   if (auto warning = watch.observe(*health, Clock::now())) {
-    const SnapshotHolder& holder = *health->oldest_snapshot;
-    std::vector<std::pair<std::string, std::string>> fields{{"event", "snapshot_held"},
-                                                            {"kind", holder.kind}};
-    if (holder.pid) fields.emplace_back("pid", std::to_string(*holder.pid));
-    if (!holder.client.empty()) fields.emplace_back("client", holder.client);
-    if (!holder.state.empty()) fields.emplace_back("state", holder.state);
-    if (holder.age) {
-      fields.emplace_back(
-          "age_seconds",
-          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(*holder.age).count()));
+    std::vector<std::pair<std::string, std::string>> fields{{"event", "snapshot_held"}};
+    for (auto& field : detail::snapshot_holder_fields(*health->oldest_snapshot)) {
+      fields.push_back(std::move(field));
     }
-    if (holder.transactions)
-      fields.emplace_back("transactions", std::to_string(*holder.transactions));
     log(LogLevel::kWarn, std::move(*warning), std::move(fields));
   }
   return next;

@@ -4,8 +4,10 @@
 // finds its job where the rotation put it; and leases take turns at rotating by themselves.
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "moving_jobs.hpp"
 
@@ -77,15 +79,30 @@ TEST_F(RunningRingTest, ARotationGivesUpOnALockedSegmentAndHoldsNobodyUp) {
   reader.exec("BEGIN");
   reader.exec("SELECT count(*) FROM readpast.running_" + next);
 
+  reader.exec("SET application_name = 'ring-reader'");
+  const std::string pid = reader.scalar("SELECT pg_backend_pid()::text");
+
   auto started = std::chrono::steady_clock::now();
-  EXPECT_FALSE(must(queue.rotate_storage()).rotated) << "rotated under another session's lock";
+  const StorageRotation short_wait = must(queue.rotate_storage());
+  EXPECT_FALSE(short_wait.rotated) << "rotated under another session's lock";
+  EXPECT_FALSE(short_wait.blocked_by) << "a transaction younger than a second named";
   EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
 
   std::this_thread::sleep_for(1100ms);
   started = std::chrono::steady_clock::now();
-  EXPECT_FALSE(must(queue.rotate_storage()).rotated);
+  const StorageRotation blocked = must(queue.rotate_storage());
+  EXPECT_FALSE(blocked.rotated);
   EXPECT_LT(std::chrono::steady_clock::now() - started, 45ms)
       << "waited for a long transaction's lock";
+  // And it says who: the session, its name, its state, how long its transaction has run.
+  ASSERT_TRUE(blocked.blocked_by);
+  EXPECT_EQ(blocked.blocked_by->kind, "session");
+  ASSERT_TRUE(blocked.blocked_by->pid);
+  EXPECT_EQ(std::to_string(*blocked.blocked_by->pid), pid);
+  EXPECT_EQ(blocked.blocked_by->client, "ring-reader");
+  EXPECT_EQ(blocked.blocked_by->state, "idle in transaction");
+  ASSERT_TRUE(blocked.blocked_by->age);
+  EXPECT_GE(*blocked.blocked_by->age, 1s);
 
   must(queue.enqueue(job("q")));
   const auto leased = must(queue.lease({.queue = "q", .worker_id = "w"}));
@@ -95,6 +112,43 @@ TEST_F(RunningRingTest, ARotationGivesUpOnALockedSegmentAndHoldsNobodyUp) {
   reader.exec("COMMIT");
   EXPECT_TRUE(must(queue.rotate_storage()).rotated);
   EXPECT_EQ(current_segment(db), next);
+}
+
+// A lease's turn that finds the segment held by a transaction older than a rotation interval
+// warns, naming the session (event rotation_blocked): the ring stops turning until it ends.
+TEST_F(RunningRingTest, ALeasesTurnBlockedByALongTransactionWarnsNamingIt) {
+  SqlConnection db = sql();
+  open();  // the schema
+  const std::string next =
+      db.scalar("SELECT ((pg_sequence_last_value('readpast.running_cur') + 1) % 3)::text");
+  SqlConnection reader = sql();
+  reader.exec("SET application_name = 'ring-reader'");
+  const std::string pid = reader.scalar("SELECT pg_backend_pid()::text");
+  reader.exec("BEGIN");
+  reader.exec("SELECT count(*) FROM readpast.running_" + next);
+  std::this_thread::sleep_for(Queue::kRotationInterval + 500ms);
+
+  std::mutex mu;
+  std::vector<LogRecord> warnings;
+  QueueOptions options;
+  options.logger = [&](const LogRecord& record) {
+    std::lock_guard lock(mu);
+    for (const auto& [name, value] : record.fields) {
+      if (name == "event" && value == "rotation_blocked") warnings.push_back(record);
+    }
+  };
+  Queue queue = open(options);
+  must(queue.enqueue(job("q")));
+  std::this_thread::sleep_for(1100ms);  // a Queue's first turn comes a second after it opened
+  const auto leased = must(queue.lease({.queue = "q", .worker_id = "w"}));
+  ASSERT_EQ(leased.size(), 1u);
+  reader.exec("COMMIT");
+  std::lock_guard lock(mu);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].level, LogLevel::kWarn);
+  EXPECT_NE(warnings[0].message.find("session " + pid + " (ring-reader, idle in transaction)"),
+            std::string::npos)
+      << warnings[0].message;
 }
 
 // A settle that waits for the segment a rotation empties takes its snapshot after the wait

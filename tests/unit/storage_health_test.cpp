@@ -5,6 +5,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/prometheus.hpp"
 #include "core/snapshot_holder_text.hpp"
@@ -72,6 +74,20 @@ TEST(StorageHealthText, TheHolderInOneLine) {
   EXPECT_EQ(
       detail::snapshot_holder_text(holder("connection", 17, "", "", std::nullopt, std::nullopt)),
       "connection 17");
+}
+
+TEST(StorageHealthText, TheHolderAsLogFieldsHasWhatIsKnown) {
+  using Fields = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(detail::snapshot_holder_fields(idle_session(372500ms)),
+            (Fields{{"kind", "session"},
+                    {"pid", "4242"},
+                    {"client", "psql"},
+                    {"state", "idle in transaction"},
+                    {"age_seconds", "372"},
+                    {"transactions", "120034"}}));
+  EXPECT_EQ(
+      detail::snapshot_holder_fields(holder("connection", 17, "", "", std::nullopt, std::nullopt)),
+      (Fields{{"kind", "connection"}, {"pid", "17"}}));
 }
 
 TEST(SnapshotWatch, WarnsOnceTheHolderIsOldEnoughNamingIt) {

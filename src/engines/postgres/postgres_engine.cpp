@@ -1027,12 +1027,7 @@ class PostgresEngine final : public Engine {
     if (!oldest) return fail_with(oldest.error());
     if (oldest->size() == 1) {
       const auto& r = *oldest;
-      SnapshotHolder holder;
-      holder.kind = r.text(0, 0);
-      holder.pid = r.optional_int8(0, 1);
-      holder.client = r.optional_text(0, 2).value_or("");
-      holder.state = r.optional_text(0, 3).value_or("");
-      if (auto us = r.optional_int8(0, 4)) holder.age = Duration(*us);
+      SnapshotHolder holder = holder_of(r);
       holder.transactions = r.optional_int8(0, kOldestTransactions);
       health.oldest_snapshot = std::move(holder);
     }
@@ -1048,7 +1043,26 @@ class PostgresEngine final : public Engine {
   Result<StorageRotation> rotate_storage() override {
     auto rows = exec(sql_.rotate_running, Params(pg::sql::rotate_running::param_count));
     if (!rows) return fail_with(rows.error());
-    return StorageRotation{.rotated = rows->boolean(0, 0), .moved = rows->int8(0, 1)};
+    StorageRotation rotation;
+    rotation.rotated = rows->boolean(0, 0);
+    rotation.moved = rows->int8(0, 1);
+    if (rotation.rotated) return rotation;
+    auto blocker = exec(sql_.rotation_blocker, Params(pg::sql::rotation_blocker::param_count));
+    if (!blocker) return fail_with(blocker.error());
+    if (blocker->size() == 1) rotation.blocked_by = holder_of(*blocker);
+    return rotation;
+  }
+
+  // The first row's kind, pid, client, state and age in microseconds (columns 0 to 4), as
+  // oldest_snapshot and rotation_blocker return them.
+  static SnapshotHolder holder_of(const pg::Rows& r) {
+    SnapshotHolder holder;
+    holder.kind = r.text(0, 0);
+    holder.pid = r.optional_int8(0, 1);
+    holder.client = r.optional_text(0, 2).value_or("");
+    holder.state = r.optional_text(0, 3).value_or("");
+    if (auto us = r.optional_int8(0, 4)) holder.age = Duration(*us);
+    return holder;
   }
 
   Subscription on_cancel(std::function<void()> notify) override {

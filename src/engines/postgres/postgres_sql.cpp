@@ -139,6 +139,7 @@ Sql::Sql(const SchemaName& schema)
       enqueue_schedule_now(make<sql::enqueue_schedule_now>("enqueue_schedule_now", schema)),
       claim_task(make<sql::claim_task>("claim_task", schema)),
       rotate_running(make<sql::rotate_running>("rotate_running", schema)),
+      rotation_blocker(make<sql::rotation_blocker>("rotation_blocker", schema)),
       storage_sizes(make<sql::storage_sizes>("storage_sizes", schema)),
       add_metrics(make<sql::add_metrics>("add_metrics", schema)),
       read_metrics(make<sql::read_metrics>("read_metrics", schema)),

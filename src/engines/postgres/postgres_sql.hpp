@@ -106,6 +106,7 @@ struct Sql {
   Statement enqueue_schedule_now;
   Statement claim_task;
   Statement rotate_running;
+  Statement rotation_blocker;
   Statement storage_sizes;
   Statement add_metrics;
   Statement read_metrics;

@@ -1094,6 +1094,24 @@ RETURNING t.task;
 -- oldest segment move to the current one, and the oldest is truncated and becomes current.
 SELECT r.rotated, r.moved FROM :"schema".rotate_running() r;
 
+-- name: rotation_blocker
+-- After a rotation that did not rotate: the session, in a transaction open for over a second,
+-- that holds a lock on the segment the rotation would have emptied (rotate_running() gives up at
+-- once on such a session), oldest first; no row when only short transactions were in the way
+-- (the 50-ms lock_timeout) or the ring rotated meanwhile. As oldest_snapshot says it: another
+-- role's session shows its application_name, state and xact_start only to a superuser or a
+-- member of pg_read_all_stats, and without xact_start it is not known to be long (nor does
+-- rotate_running() give up at once on it).
+SELECT 'session', a.pid::bigint, a.application_name, a.state,
+       (extract(epoch FROM statement_timestamp() - a.xact_start) * 1000000)::bigint
+FROM pg_catalog.pg_locks l
+JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+WHERE l.relation = format(':"schema".%I', 'running_' || ((:"schema".running_seg() + 1) % 3))::regclass
+  AND l.pid <> pg_catalog.pg_backend_pid()
+  AND a.xact_start < statement_timestamp() - interval '1 second'
+ORDER BY a.xact_start
+LIMIT 1;
+
 -- name: add_metrics
 -- One flush (docs/metrics.md): each series' stored total grows by its value. The rows come
 -- sorted by series, so that two flushes at once lock them in the same order.
