@@ -153,6 +153,7 @@ Result<std::unique_ptr<Server>> Server::bind(Queue& queue, ServerOptions options
   add_queue_routes(s.router, queue, s.throughput);
   add_schedule_routes(s.router, queue);
   add_worker_process_routes(s.router, queue);
+  add_storage_routes(s.router, queue);
   add_dashboard_routes(s.router);
 
   auto http = HttpService::bind(s.options.listen, s.options.limits, s);

@@ -4,7 +4,7 @@
 // command. Where a state is hard to hold still on a live server (an expired lease, which the
 // server itself rescues within seconds, or workers with a stale heartbeat), the page is fed a
 // fixed answer of the documented API with page.route(). Screenshots (schedules.png,
-// job-json.png, workers.png, workers-stale.png) are written to $READPAST_SCREENSHOTS
+// job-json.png, workers.png, workers-stale.png, held-snapshot.png) are written to $READPAST_SCREENSHOTS
 // (default: ./screenshots).
 //
 //   READPAST_CLI=/path/to/readpast node --test pages.test.mjs
@@ -279,6 +279,40 @@ test('expired leases show in the summary cards and the queue table', async () =>
   // And from the real server: the field the page reads is there.
   const real = (await api('GET', '/api/queues')).json.queues;
   assert.ok(real.length > 0 && real.every((q) => typeof q.expired === 'number'));
+});
+
+test('a snapshot held for a minute shows a notice naming its holder, and none before', async () => {
+  // The real server (SQLite) has no holder to show: its readers do not say who they are.
+  const real = (await api('GET', '/api/storage')).json;
+  assert.equal(real.oldest_snapshot, null);
+  assert.ok(real.sizes.database > 0 && typeof real.sizes.wal === 'number');
+  await page.goto(base + '/');
+  await page.locator('[data-total="queues"]').waitFor();
+  assert.equal(await page.locator('#held-snapshot').isHidden(), true);
+
+  // PostgreSQL's answer for a session in a transaction: nothing before a minute, then a notice.
+  const tab = await browser.newPage({viewport: {width: 1366, height: 820}});
+  try {
+    const holder = (age) => ({sizes: {live: 8192}, oldest_snapshot: {
+      kind: 'session', pid: 4242, client: 'nightly-report <b>x</b>', state: 'idle in transaction',
+      age_s: age, transactions: 120034}});
+    let stop = await answer(tab, '/api/storage', holder(59));
+    await tab.goto(base + '/');
+    await tab.locator('[data-total="queues"]').waitFor();
+    assert.equal(await tab.locator('#held-snapshot').isHidden(), true);
+    await stop();
+    stop = await answer(tab, '/api/storage', holder(372.5));
+    const notice = tab.locator('#held-snapshot');
+    await notice.waitFor({state: 'visible', timeout: WAIT_MS});
+    const text = await notice.innerText();
+    assert.match(text, /A snapshot has been held for 6m12s\./);
+    assert.match(text, /session 4242 \(nightly-report <b>x<\/b>, idle in transaction\)/);
+    assert.equal(await notice.locator('b').count(), 0, 'a client name became markup');
+    await tab.screenshot({path: path.join(SHOTS, 'held-snapshot.png')});
+    await stop();
+  } finally {
+    await tab.close();
+  }
 });
 
 test('the workers page lists processes, their heartbeats and the jobs they run', async () => {

@@ -222,6 +222,29 @@ TEST_P(AdminApiTest, ThroughputCountsFinishedJobsPerSecond) {
   EXPECT_GT(rate, 0);
 }
 
+// GET /api/storage on every engine: each table's size by name, and the oldest snapshot's
+// holder or null (who it is on PostgreSQL and MariaDB is their own engines' tests).
+TEST_P(AdminApiTest, StorageSaysEachTablesSizeAndTheOldestSnapshot) {
+  enqueue("s");
+  Reply storage = get("/api/storage");
+  ASSERT_EQ(storage.status, 200) << storage.body;
+  ASSERT_TRUE(storage.json["sizes"].is_object()) << storage.body;
+  EXPECT_FALSE(storage.json["sizes"].empty()) << storage.body;
+  for (const auto& [relation, bytes] : storage.json["sizes"].items()) {
+    EXPECT_TRUE(bytes.is_number_integer()) << relation;
+  }
+  ASSERT_TRUE(storage.json.contains("oldest_snapshot")) << storage.body;
+  const Json& holder = storage.json["oldest_snapshot"];
+  if (GetParam() == "sqlite") {
+    EXPECT_TRUE(holder.is_null()) << storage.body;
+    EXPECT_TRUE(storage.json["sizes"].contains("wal")) << storage.body;
+  } else if (!holder.is_null()) {
+    for (const char* field : {"kind", "pid", "client", "state", "age_s", "transactions"}) {
+      EXPECT_TRUE(holder.contains(field)) << field << ": " << storage.body;
+    }
+  }
+}
+
 TEST_P(AdminApiTest, MetricsArePrometheusTextAndHealthzAsksTheDatabase) {
   dead_job("m");
   enqueue("m");

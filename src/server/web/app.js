@@ -213,16 +213,43 @@ function overview(main) {
             el('th', {title: 'global limits over every worker: readpast limit QUEUE'}, 'Limits'),
             el('th', {}, ''))),
          body));
-  main.replaceChildren(totals, chart, table);
+  const held = el('div', {class: 'alert held-snapshot', id: 'held-snapshot', role: 'status',
+                          hidden: true});
+  main.replaceChildren(held, totals, chart, table);
 
   const refresh = async () => {
-    const [data, history] = await Promise.all([api('GET', '/api/queues'),
-                                               api('GET', '/api/throughput')]);
+    // The notice is an extra: a failure to read the storage leaves it out, not the page.
+    const [data, history, storage] = await Promise.all([
+      api('GET', '/api/queues'), api('GET', '/api/throughput'),
+      api('GET', '/api/storage').catch(() => null)]);
+    renderHeldSnapshot(held, storage && storage.oldest_snapshot);
     renderTotals(totals, data.queues);
     renderQueues(body, data.queues, refresh);
     drawChart(canvas, history);
   };
   every(refresh);
+}
+
+// A snapshot held this long gets a notice (as `readpast stats` and the worker's warning).
+const HELD_SNAPSHOT_S = 60;
+
+// GET /api/storage's oldest_snapshot: who holds it, in one line, while it has been held for
+// HELD_SNAPSHOT_S or more (docs/metrics.md, "The oldest snapshot").
+function renderHeldSnapshot(box, holder) {
+  if (!holder || holder.age_s == null || holder.age_s < HELD_SNAPSHOT_S) {
+    box.hidden = true;
+    box.replaceChildren();
+    return;
+  }
+  const who = [holder.kind, holder.pid != null ? String(holder.pid) : null]
+      .filter(Boolean).join(' ');
+  const about = [holder.client, holder.state].filter(Boolean).join(', ');
+  box.replaceChildren(
+      el('strong', {}, 'A snapshot has been held for ' + duration(holder.age_s) + '. '),
+      `It is held by ${who}${about ? ' (' + about + ')' : ''}: while it lasts, the database ` +
+          'cannot reclaim the rows that leased and finished jobs leave behind, and the queue ' +
+          'slows down as they pile up. End that transaction.');
+  box.hidden = false;
 }
 
 function renderTotals(section, queues) {
