@@ -216,6 +216,10 @@ int main(int argc, char** argv) {
   run->add_option("--depth-cycles", settings.depth_cycles)->capture_default_str();
   run->add_option("--snapshot-seconds", settings.snapshot_seconds, "how long the snapshot is held")
       ->capture_default_str();
+  run->add_option("--snapshot-warmup-seconds", settings.snapshot_warmup_seconds,
+                  "windows before the baseline, reported as phase warmup and left out of it")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   run->add_option("--snapshot-baseline-seconds", settings.snapshot_baseline_seconds)
       ->capture_default_str();
   run->add_option("--snapshot-window-seconds", settings.snapshot_window_seconds)
@@ -344,6 +348,7 @@ int main(int argc, char** argv) {
       settings.depths = {100, 1000};
       settings.depth_batches = {1};
       settings.depth_cycles = 20;
+      settings.snapshot_warmup_seconds = 0;
       settings.snapshot_baseline_seconds = 0.5;
       settings.snapshot_seconds = 0.5;
       settings.snapshot_window_seconds = 0.25;

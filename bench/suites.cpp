@@ -597,6 +597,8 @@ void run_snapshot(const Settings& settings, Reporter& reporter) {
       result.seconds = seconds_since(start);
       return result;
     };
+    if (settings.snapshot_warmup_seconds > 0)
+      (void)phase("warmup", settings.snapshot_warmup_seconds);
     const Phase baseline = phase("baseline", settings.snapshot_baseline_seconds);
     Phase held;
     std::string xmin;
