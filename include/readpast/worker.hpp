@@ -137,7 +137,8 @@ struct WorkerOptions {
   // looking for a transaction that has held the oldest snapshot this long, and warn about it
   // (event "snapshot_held", naming it) once per turn while it lasts: such a snapshot keeps
   // the database from reclaiming what leased and finished jobs leave behind
-  // (Queue::storage_health, docs/metrics.md). nullopt: never. Default: 1 min.
+  // (Queue::storage_health, docs/metrics.md). The first look comes one interval after the
+  // start. nullopt: never. Default: 1 min.
   std::optional<Duration> warn_snapshot_after = std::chrono::minutes(1);
   // Where log events go. Default: the Queue's logger (QueueOptions::logger).
   Logger logger{};

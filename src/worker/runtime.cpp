@@ -944,9 +944,15 @@ void Runtime::maintenance_loop() {
   // Per lane: each queue's claim returns at its own time (after the passes of the queues
   // before it), and its next try is counted from then (retention_turn.hpp).
   std::vector<Clock::time_point> next_retention(lanes_.size(), Clock::now());
+  // The first look comes one interval after the start, not at it: a worker's start (and a
+  // short `work --drain`) pays no read of the catalog, and a holder worth a warning has held
+  // that long anyway.
   std::optional<SnapshotWatch> snapshot_watch;
   auto next_snapshot_watch = Clock::now();
-  if (options_.warn_snapshot_after) snapshot_watch.emplace(*options_.warn_snapshot_after);
+  if (options_.warn_snapshot_after) {
+    snapshot_watch.emplace(*options_.warn_snapshot_after);
+    next_snapshot_watch += snapshot_watch_interval();
+  }
   for (;;) {
     {
       std::unique_lock lock(mu_);
@@ -1005,11 +1011,14 @@ void Runtime::maintenance_loop() {
   }
 }
 
-Runtime::Clock::time_point Runtime::watch_snapshots(SnapshotWatch& watch) {
+Duration Runtime::snapshot_watch_interval() const {
   // A turn per interval of all processes, at most one a second: the claim is one upsert, the
   // look a read of pg_stat_activity and the catalog.
-  const Duration interval =
-      std::max<Duration>(*options_.warn_snapshot_after, std::chrono::seconds(1));
+  return std::max<Duration>(*options_.warn_snapshot_after, std::chrono::seconds(1));
+}
+
+Runtime::Clock::time_point Runtime::watch_snapshots(SnapshotWatch& watch) {
+  const Duration interval = snapshot_watch_interval();
   auto claimed = queue_.claim_task("snapshot_watch", interval, options_.worker_id);
   const auto next = Clock::now() + interval;
   if (!claimed || !*claimed) return next;  // another's turn, or the database is away

@@ -181,8 +181,9 @@ class Runtime {
   WorkerProcess describe_process() const;
   // Takes the retention turn of each lane whose next try has come; sets its next try.
   void run_retention(std::vector<Clock::time_point>& next_retention);
-  // One turn at SnapshotWatch; returns when to take the next.
+  // One turn at SnapshotWatch; returns when to take the next. REQUIRES warn_snapshot_after.
   Clock::time_point watch_snapshots(SnapshotWatch& watch);
+  Duration snapshot_watch_interval() const;
 
   // Sleeps for `duration` or until a stop is requested. REQUIRES: mu_ not held.
   void sleep_unless_stopping(Duration duration);

@@ -212,9 +212,10 @@ TEST(CliPostgresTest, StatsNamesASnapshotHeldForAMinuteAndMetricsGiveItsAge) {
   EXPECT_NE(metrics.out.find("\nreadpast_storage_bytes{relation=\"running_0\"} "),
             std::string::npos);
   // The worker warns at its first look, with --warn-snapshot-after; not with off.
-  // (A job of a second: the drain outlasts the worker's first look.)
+  // (A job of three seconds: the drain outlasts the worker's first look, a second after its
+  // start.)
   auto work = rp({"work", "q", "--drain", "--no-progress", "--warn-snapshot-after", "1s", "--exec",
-                  "sleep 1"});
+                  "sleep 3"});
   ASSERT_EQ(work.exit_code, 0) << work.err;
   EXPECT_NE(work.err.find("a snapshot held by session "), std::string::npos) << work.err;
   ASSERT_EQ(rp({"enqueue", "q", "y"}).exit_code, 0);
