@@ -56,8 +56,7 @@ std::string snapshot_note(Queue& queue) {
       *health->oldest_snapshot->age < kSnapshotNoteAfter) {
     return {};
   }
-  return "note: a snapshot held by " + detail::snapshot_holder_text(*health->oldest_snapshot) +
-         ", " + detail::kSnapshotHeldAdvice + "\n";
+  return "note: " + detail::snapshot_held_message(*health->oldest_snapshot) + "\n";
 }
 
 std::string rate_text(std::optional<double> rate) {

@@ -19,6 +19,12 @@ std::string snapshot_holder_text(const SnapshotHolder& holder) {
   return out;
 }
 
+std::string snapshot_held_message(const SnapshotHolder& holder, std::string_view seen) {
+  std::string out = "a snapshot held by " + snapshot_holder_text(holder) + ", ";
+  if (!seen.empty()) out += std::string(seen) + ", ";
+  return out + kSnapshotHeldAdvice;
+}
+
 std::vector<std::pair<std::string, std::string>> snapshot_holder_fields(
     const SnapshotHolder& holder) {
   std::vector<std::pair<std::string, std::string>> fields{{"kind", holder.kind}};

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -19,6 +20,10 @@ std::string snapshot_holder_text(const SnapshotHolder& holder);
 // seconds) and transactions that are known.
 std::vector<std::pair<std::string, std::string>> snapshot_holder_fields(
     const SnapshotHolder& holder);
+
+// The warning about it, one sentence for the worker's log and `readpast stats`' note:
+//   a snapshot held by <snapshot_holder_text>[, <seen>], <kSnapshotHeldAdvice>
+std::string snapshot_held_message(const SnapshotHolder& holder, std::string_view seen = {});
 
 // What keeping that snapshot costs, and what ends it, after snapshot_holder_text.
 inline constexpr const char* kSnapshotHeldAdvice =

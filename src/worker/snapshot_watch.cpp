@@ -11,11 +11,10 @@ std::optional<std::string> SnapshotWatch::observe(const StorageHealth& health,
     return std::nullopt;
   }
   const SnapshotHolder& holder = *health.oldest_snapshot;
-  const std::string text = detail::snapshot_holder_text(holder);
   if (holder.age) {
     unknown_age_holder_.reset();
     if (*holder.age < warn_after_) return std::nullopt;
-    return "a snapshot held by " + text + ", " + detail::kSnapshotHeldAdvice;
+    return detail::snapshot_held_message(holder);
   }
   std::string key =
       holder.kind + '\n' + (holder.pid ? std::to_string(*holder.pid) : "") + '\n' + holder.client;
@@ -25,9 +24,9 @@ std::optional<std::string> SnapshotWatch::observe(const StorageHealth& health,
   }
   const auto seen = std::chrono::duration_cast<Duration>(now - unknown_age_since_);
   if (seen < warn_after_) return std::nullopt;
-  return "a snapshot held by " + text + ", seen for at least " +
-         format_duration(std::chrono::duration_cast<std::chrono::seconds>(seen)) + ", " +
-         detail::kSnapshotHeldAdvice;
+  return detail::snapshot_held_message(
+      holder, "seen for at least " +
+                  format_duration(std::chrono::duration_cast<std::chrono::seconds>(seen)));
 }
 
 }  // namespace readpast::worker
